@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# htmm: the entry points.  `make help` lists them.
+
+TOP       := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD     := $(TOP)/build
+KSRC      := $(BUILD)/linux
+KOBJ      := $(BUILD)/kbuild-guest
+BZIMAGE   := $(KOBJ)/arch/x86/boot/bzImage
+INITRAMFS := $(BUILD)/initramfs.cpio.gz
+JOBS      ?= $(shell nproc)
+NEED      := sh $(TOP)/scripts/need.sh
+
+GUEST_FRAGMENTS := $(TOP)/kernel-config/guest.config $(TOP)/kernel-config/htmm.config
+
+# Options of the guest: make test FAST_MEM=1G SLOW_MEM=1G CPUS=2
+FAST_MEM  ?= 1G
+SLOW_MEM  ?= 1G
+CPUS      ?= 2
+TIMEOUT   ?= 1800
+BOOT_OPTS  = --kernel $(BZIMAGE) --initrd $(INITRAMFS) \
+	     --fast-mem $(FAST_MEM) --slow-mem $(SLOW_MEM) --cpus $(CPUS)
+
+DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
+	gcc make flex bison bc libelf-dev libssl-dev cpio perl python3 \
+	ccache git xz-utils rsync file libdw-dev gnuplot-nox man-db
+
+.PHONY: help deps kernel kernel-reset patches checkpatch selftests \
+	userspace initramfs test demo shell clean distclean deps-check
+
+help:
+	@echo "htmm: hot pages in the fast memory tier"
+	@echo
+	@echo "  make demo        boot the two-tier guest and show what htmm does"
+	@echo "  make test        build everything, boot the guest, run all tests"
+	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
+	@echo "  make deps        install the Debian packages the project needs (root)"
+	@echo "  make kernel      unpack linux-source-6.12, apply patches/, build bzImage"
+	@echo "  make patches     regenerate patches/ from the commits in build/linux"
+	@echo "  make checkpatch  run checkpatch.pl --strict on every patch"
+	@echo "  make kernel-reset  drop commits in build/linux that are not in patches/"
+	@echo "  make clean       remove build outputs but keep the kernel tree"
+	@echo "  make distclean   remove build/ entirely"
+
+deps:
+	@sh $(TOP)/scripts/deps.sh $(DEB_PACKAGES)
+
+kernel:
+	@$(NEED) gcc make flex bison bc perl git xz ccache cpio \
+		file:/usr/src/linux-source-6.12.tar.xz:linux-source-6.12 \
+		file:/usr/include/libelf.h:libelf-dev \
+		file:/usr/include/openssl/ssl.h:libssl-dev
+	@bash $(TOP)/scripts/kernel-tree.sh sync
+	@bash $(TOP)/scripts/kernel-tree.sh version
+	@JOBS=$(JOBS) bash $(TOP)/scripts/kernel-build.sh guest $(GUEST_FRAGMENTS)
+
+kernel-reset:
+	@bash $(TOP)/scripts/kernel-tree.sh reset
+
+patches:
+	@bash $(TOP)/scripts/kernel-tree.sh export
+
+checkpatch:
+	@bash $(TOP)/scripts/checkpatch.sh
+
+# The kselftests: selftests/ is placed as tools/testing/selftests/htmm in the
+# tree and built by the kselftest framework against the tree's uapi headers.
+KST_OUT := $(BUILD)/kselftest
+selftests: kernel
+	@rsync -a --delete $(TOP)/selftests/htmm/ $(KSRC)/tools/testing/selftests/htmm/
+	@rm -rf $(KST_OUT)
+	@$(MAKE) -s -C $(KSRC)/tools/testing/selftests TARGETS=htmm O=$(KOBJ) \
+		KSFT_INSTALL_PATH=$(KST_OUT) install >$(BUILD)/kselftest.log 2>&1 || \
+		{ cat $(BUILD)/kselftest.log; echo "selftests: build failed"; exit 1; }
+
+userspace:
+	@$(NEED) gcc
+	@if [ -f $(TOP)/userspace/Makefile ]; then \
+		$(MAKE) -s -C $(TOP)/userspace O=$(BUILD)/userspace; fi
+
+initramfs: selftests userspace
+	@$(NEED) busybox cpio gzip
+	@bash $(TOP)/qemu/mkinitramfs.sh $(INITRAMFS) $(KST_OUT) $(BUILD)/userspace
+
+test: deps-check
+	@$(MAKE) -s initramfs
+	@python3 $(TOP)/qemu/run-tests.py $(BOOT_OPTS) --timeout $(TIMEOUT) \
+		--log $(BUILD)/guest-test.log
+
+demo: deps-check
+	@$(MAKE) -s initramfs
+	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode demo --timeout 600 \
+		--log $(BUILD)/guest-demo.log
+
+shell: deps-check
+	@$(MAKE) -s initramfs
+	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode shell
+
+# The commands a new user runs (`make demo`, `make test`) install what they
+# need first; deps.sh is quick when everything is there.
+deps-check:
+	@if ! sh $(TOP)/scripts/deps.sh --check $(DEB_PACKAGES) 2>/dev/null; then \
+		echo "installing missing packages with 'make deps'"; \
+		sh $(TOP)/scripts/deps.sh $(DEB_PACKAGES); \
+	fi
+
+clean:
+	rm -rf $(BUILD)/kbuild-* $(BUILD)/kselftest* $(BUILD)/userspace \
+		$(BUILD)/initramfs* $(BUILD)/stamps/kbuild-* $(BUILD)/*.log
+	@$(MAKE) -s -C $(TOP)/userspace clean O=$(BUILD)/userspace 2>/dev/null || true
+
+distclean:
+	rm -rf $(BUILD)

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Run the htmm test suite: host-side tests, then the guest.
+
+    run-tests.py --kernel BZIMAGE --initrd CPIO --log FILE [--timeout S]
+                 [--fast-mem 1G --slow-mem 1G --cpus 2]
+
+Boots the guest in test mode (qemu/boot.sh), reads the KUnit KTAP from the
+kernel console and the kselftest TAP from the second serial port, prints one
+line per test and ends with "N passed, N failed, N skipped".  Exits non-zero
+on any failed or missing result, a guest that did not finish, and any kernel
+report (oops, BUG, WARNING, panic, KASAN, lockdep, kmemleak, hang) in the
+console log, which is kept in --log (the test output beside it, .tap).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import tapparse as tp  # noqa: E402
+import test_tapparse  # noqa: E402
+
+
+class Tally:
+    def __init__(self):
+        self.counts = {tp.PASS: 0, tp.FAIL: 0, tp.SKIP: 0}
+
+    def add(self, kind, result):
+        self.counts[result.status] += 1
+        label = {tp.PASS: "ok  ", tp.FAIL: "FAIL", tp.SKIP: "skip"}[result.status]
+        note = f"  ({result.note})" if result.note and result.status != tp.PASS else ""
+        print(f"{label} {kind}: {result.name}{note}", flush=True)
+
+    def summary(self):
+        c = self.counts
+        return f"{c[tp.PASS]} passed, {c[tp.FAIL]} failed, {c[tp.SKIP]} skipped"
+
+
+def host_tests(tally):
+    """The runner's own log reading, on the host."""
+    for fn in test_tapparse.ALL:
+        name = fn.__name__[len("test_"):]
+        try:
+            fn()
+            tally.add("host", tp.Result(f"runner.{name}", tp.PASS))
+        except Exception as e:  # an assertion or a crash: both fail
+            tally.add("host", tp.Result(f"runner.{name}", tp.FAIL, f"{type(e).__name__}: {e}"))
+
+
+def guest_tests(args, tally):
+    tap_path = args.log + ".tap"
+    cmd = ["bash", os.path.join(HERE, "boot.sh"), "--mode", "test",
+           "--kernel", args.kernel, "--initrd", args.initrd,
+           "--fast-mem", args.fast_mem, "--slow-mem", args.slow_mem,
+           "--cpus", str(args.cpus), "--timeout", str(args.timeout),
+           "--log", args.log, "--tap", tap_path]
+    if args.append:
+        cmd += ["--append", args.append]
+    print(f"booting the guest: {args.fast_mem} fast (node 0), {args.slow_mem} slow (node 1), "
+          f"{args.cpus} CPUs; console log {args.log}", flush=True)
+    start = time.time()
+    rc = subprocess.call(cmd, stdin=subprocess.DEVNULL)
+    elapsed = time.time() - start
+
+    with open(args.log, errors="replace") as f:
+        console = f.read()
+    with open(tap_path, errors="replace") as f:
+        tap = f.read()
+
+    for r in tp.parse_kunit(console):
+        tally.add("kunit", r)
+
+    begin = tap.find("HTMM-GUEST-BEGIN")
+    end = tap.find("HTMM-GUEST-END")
+    body = tap[begin:end if end >= 0 else len(tap)] if begin >= 0 else ""
+    results = tp.parse_kselftest(body)
+    for r in results:
+        tally.add("kselftest", r)
+    if begin < 0:
+        tally.add("guest", tp.Result("started the tests", tp.FAIL,
+                                     "no HTMM-GUEST-BEGIN: the guest never reached its init"))
+    elif not results:
+        tally.add("guest", tp.Result("ran kselftests", tp.FAIL, "no kselftest result at all"))
+    if begin >= 0 and end < 0:
+        tally.add("guest", tp.Result("finished the tests", tp.FAIL,
+                                     "no HTMM-GUEST-END: the guest stopped mid-run"))
+    if rc == 124:
+        tally.add("guest", tp.Result("exited in time", tp.FAIL,
+                                     f"timed out after {args.timeout} s"))
+    elif rc != 0:
+        tally.add("guest", tp.Result("exited cleanly", tp.FAIL, f"QEMU exit status {rc}"))
+
+    reports = tp.kernel_reports(console)
+    for kind, line in reports:
+        tally.add("kernel", tp.Result(f"{kind} report", tp.FAIL, line[:160]))
+    if not reports:
+        tally.add("kernel", tp.Result("console log free of oops/BUG/WARNING/panic reports",
+                                      tp.PASS))
+    print(f"guest ran {elapsed:.0f} s; full console log: {args.log}, test output: {tap_path}",
+          flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--initrd", required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--fast-mem", default="1G")
+    ap.add_argument("--slow-mem", default="1G")
+    ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--append", default="")
+    ap.add_argument("--host-only", action="store_true",
+                    help="run only the host-side tests")
+    args = ap.parse_args()
+
+    tally = Tally()
+    host_tests(tally)
+    if not args.host_only:
+        guest_tests(args, tally)
+    print(tally.summary(), flush=True)
+    return 1 if tally.counts[tp.FAIL] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

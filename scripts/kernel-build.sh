@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Configure and build the guest kernel from build/linux into an output
+# directory (O=), through ccache.
+#
+#   kernel-build.sh VARIANT FRAGMENT...
+#
+# VARIANT names the output directory (build/kbuild-VARIANT).  The .config is
+# tinyconfig with the fragments merged by scripts/kconfig/merge_config.sh;
+# every option a fragment asks for must end up in the final .config, or the
+# build stops and names it.  An unchanged tree and configuration is not built
+# again.
+
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD_DIR:-$TOP/build}
+KSRC=$BUILD/linux
+VARIANT=$1
+shift
+KOBJ=$BUILD/kbuild-$VARIANT
+STAMP=$BUILD/stamps/kbuild-$VARIANT
+JOBS=${JOBS:-$(nproc)}
+
+die() { echo "kernel-build: error: $*" >&2; exit 1; }
+note() { echo "kernel-build: $*"; }
+
+[ -d "$KSRC/.git" ] || die "no kernel tree in $KSRC: run 'make kernel'"
+
+# ccache: one cache for every clone of the project on this machine.  Paths
+# under the project are hashed relative to it, so a fresh clone in another
+# folder (as CI makes) still hits the cache.
+export CCACHE_BASEDIR=$TOP
+export CCACHE_NOHASHDIR=1
+export CCACHE_COMPILERCHECK=content
+export KBUILD_BUILD_USER=htmm KBUILD_BUILD_HOST=htmm
+export KBUILD_BUILD_TIMESTAMP="2024-11-17"
+ccache -M 8G >/dev/null 2>&1 || true
+
+KMAKE=(make -C "$KSRC" O="$KOBJ" ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc" -j"$JOBS")
+
+# What the output depends on: the tree's commit and (uncommitted) changes,
+# and the fragments.  If none changed since the last good build, stop here.
+inputs() {
+	git -C "$KSRC" rev-parse HEAD
+	git -C "$KSRC" diff HEAD
+	git -C "$KSRC" status --porcelain --untracked-files=normal -- . ':!tools/testing/selftests/htmm'
+	cat "$@"
+	gcc --version | head -n1
+}
+digest=$(inputs "$@" | sha256sum | cut -d' ' -f1)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$digest" ] && [ -f "$KOBJ/arch/x86/boot/bzImage" ]; then
+	note "$VARIANT kernel is up to date ($KOBJ/arch/x86/boot/bzImage)"
+	exit 0
+fi
+
+mkdir -p "$KOBJ" "$BUILD/stamps"
+cfgdigest=$( (cat "$@"; git -C "$KSRC" rev-parse HEAD) | sha256sum | cut -d' ' -f1)
+if [ ! -f "$KOBJ/.config" ] || [ "$(cat "$STAMP.config" 2>/dev/null)" != "$cfgdigest" ]; then
+	note "configuring: tinyconfig + $(printf '%s ' "${@##*/}")"
+	"${KMAKE[@]}" -s tinyconfig >/dev/null
+	cp "$KOBJ/.config" "$KOBJ/.config.tiny"
+	log=$KOBJ/merge_config.log
+	(cd "$KSRC" && ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc" \
+		scripts/kconfig/merge_config.sh -O "$KOBJ" "$KOBJ/.config.tiny" "$@") >"$log" 2>&1 ||
+		{ cat "$log" >&2; die "merge_config.sh failed"; }
+	# merge_config.sh reports options that a fragment asked for but that
+	# Kconfig would not give (a missing dependency, a typo, a symbol that
+	# the series does not add).  Treat each as an error.
+	bad=0
+	for frag in "$@"; do
+		while IFS= read -r line; do
+			case "$line" in
+			CONFIG_*=*) sym=${line%%=*}; want=$line ;;
+			"# CONFIG_"*" is not set") sym=${line#\# }; sym=${sym%% *}; want="" ;;
+			*) continue ;;
+			esac
+			got=$(grep -E "^($sym=|# $sym is not set)" "$KOBJ/.config" || true)
+			if [ -n "$want" ] && [ "$got" != "$want" ]; then
+				echo "kernel-build: ${frag##*/} asks for $want, the final .config has '${got:-nothing}'" >&2
+				bad=1
+			elif [ -z "$want" ] && [ -n "$got" ] && [ "${got#\#}" = "$got" ]; then
+				echo "kernel-build: ${frag##*/} asks for $sym off, the final .config has '$got'" >&2
+				bad=1
+			fi
+		done < "$frag"
+	done
+	[ "$bad" = 0 ] || die "the configuration does not hold what kernel-config/ asks for (log: $log)"
+	echo "$cfgdigest" > "$STAMP.config"
+fi
+
+note "building bzImage ($VARIANT) with $JOBS jobs"
+start=$(date +%s)
+if ! "${KMAKE[@]}" bzImage > "$KOBJ/build.log" 2>&1; then
+	grep -E -B2 -A8 'error|Error' "$KOBJ/build.log" | tail -n 60 >&2
+	die "kernel build failed (full log: $KOBJ/build.log)"
+fi
+grep -E 'warning:' "$KOBJ/build.log" >&2 || true
+# The uapi headers the selftests and userspace tools build against.
+"${KMAKE[@]}" -s headers >> "$KOBJ/build.log" 2>&1 || die "make headers failed (log: $KOBJ/build.log)"
+note "built $KOBJ/arch/x86/boot/bzImage in $(( $(date +%s) - start )) s"
+ccache -s 2>/dev/null | grep -iE 'hits|misses' | head -n3 | sed 's/^/kernel-build: ccache /' || true
+echo "$digest" > "$STAMP"
