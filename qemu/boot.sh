@@ -99,6 +99,7 @@ demo)
 	;;
 shell)
 	args+=(-serial mon:stdio)
+	cmdline="$cmdline loglevel=4"
 	timeout_s=0
 	echo "boot.sh: interactive guest; Ctrl-A X quits QEMU, 'poweroff -f' ends it from inside"
 	;;

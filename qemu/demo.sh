@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # The demonstration that `make demo` runs inside the guest.
 echo
-echo "=== htmm demo: $(uname -sr) on $(cat /sys/devices/system/cpu/online | tr , ' ') CPU(s) ==="
+echo "=== htmm demo: $(uname -sr), $(nproc) CPUs ==="
 echo
 echo "NUMA nodes (node 0: CPUs and fast memory; node 1: memory only, slower):"
 for d in /sys/devices/system/node/node[0-9]*; do
