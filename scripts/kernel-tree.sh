@@ -102,8 +102,6 @@ unpack() {
 
 	note "creating the base commit (about 30 s)"
 	g init -q -b master
-	g config user.name "htmm build"
-	g config user.email "htmm-build@localhost"
 	g config core.autocrlf false
 	g config gc.auto 0
 	# Selftests are copied in from the project's selftests/ at build time.
