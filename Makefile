@@ -23,7 +23,8 @@ BOOT_OPTS  = --kernel $(BZIMAGE) --initrd $(INITRAMFS) \
 
 DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 	gcc make flex bison bc libelf-dev libssl-dev cpio perl python3 \
-	ccache git xz-utils rsync file libdw-dev gnuplot-nox man-db
+	ccache git xz-utils rsync file libdw-dev gnuplot-nox man-db \
+	python3-ply python3-git
 
 .PHONY: help deps kernel kernel-reset patches checkpatch selftests \
 	userspace initramfs test demo shell clean distclean deps-check
@@ -76,7 +77,8 @@ selftests: kernel
 userspace:
 	@$(NEED) gcc
 	@if [ -f $(TOP)/userspace/Makefile ]; then \
-		$(MAKE) -s -C $(TOP)/userspace O=$(BUILD)/userspace; fi
+		$(MAKE) -s -C $(TOP)/userspace O=$(BUILD)/userspace \
+			UAPI_INCLUDE=$(KOBJ)/usr/include; fi
 
 initramfs: selftests userspace
 	@$(NEED) busybox cpio gzip

@@ -9,7 +9,7 @@ fail=0 n=0
 while read -r p; do
 	case "$p" in ''|'#'*) continue ;; esac
 	n=$((n + 1))
-	if out=$(cd "$KSRC" && scripts/checkpatch.pl --strict --color=never \
+	if out=$(cd "$KSRC" && PATH=/usr/bin:$PATH scripts/checkpatch.pl --strict --color=never \
 			-q "$TOP/patches/$p" 2>&1); then
 		echo "checkpatch: ok   $p"
 	else

@@ -45,7 +45,9 @@ KMAKE=(make -C "$KSRC" O="$KOBJ" ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc"
 inputs() {
 	git -C "$KSRC" rev-parse HEAD
 	git -C "$KSRC" diff HEAD
-	git -C "$KSRC" status --porcelain --untracked-files=normal -- . ':!tools/testing/selftests/htmm'
+	# New files not yet added: their names and contents.
+	(cd "$KSRC" && git ls-files -z --others --exclude-standard -- . \
+		':!tools/testing/selftests/htmm' | xargs -0r sha256sum)
 	cat "$@"
 	gcc --version | head -n1
 }
