@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /sys/kernel/mm/htmm/: the tunables refuse bad values and keep good ones,
+ * and each session has a directory, named by its pid, whose counters move
+ * while its process runs and which goes away when the session ends.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+
+#ifndef __NR_htmm_start
+#define __NR_htmm_start 463
+#define __NR_htmm_end 464
+#endif
+
+#define HTMM "/sys/kernel/mm/htmm"
+
+static long htmm_start(pid_t pid, int node)
+{
+	return syscall(__NR_htmm_start, pid, node, 0, 0, 0, 0) ? errno : 0;
+}
+
+static long htmm_end(pid_t pid)
+{
+	return syscall(__NR_htmm_end, pid, 0, 0, 0, 0, 0) ? errno : 0;
+}
+
+/* Write @s to @path: 0 or the errno of the write. */
+static int put(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, s, strlen(s)) < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/* Read @path into @buf, without the newline: 0 or an errno. */
+static int get(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return errno;
+	buf[n] = '\0';
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return 0;
+}
+
+static long long get_ll(const char *path)
+{
+	char buf[64];
+
+	if (get(path, buf, sizeof(buf)))
+		return -1;
+	return atoll(buf);
+}
+
+TEST(source_is_listed_and_chosen)
+{
+	char buf[256];
+
+	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
+	EXPECT_STREQ("[auto] hint-fault", buf);
+	EXPECT_EQ(EINVAL, put(HTMM "/source", "no-such-source"));
+	ASSERT_EQ(0, put(HTMM "/source", "hint-fault"));
+	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
+	EXPECT_STREQ("auto [hint-fault]", buf);
+	ASSERT_EQ(0, put(HTMM "/source", "auto"));
+	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
+	EXPECT_STREQ("[auto] hint-fault", buf);
+}
+
+TEST(tunables_refuse_bad_values)
+{
+	long long pages = get_ll(HTMM "/buffer_pages");
+	long long quota = get_ll(HTMM "/cpu_quota");
+	char old[32];
+
+	ASSERT_GT(pages, 0);
+	ASSERT_GT(quota, 0);
+	EXPECT_EQ(EINVAL, put(HTMM "/buffer_pages", "3"));
+	EXPECT_EQ(EINVAL, put(HTMM "/buffer_pages", "0"));
+	EXPECT_EQ(EINVAL, put(HTMM "/buffer_pages", "2048"));
+	EXPECT_EQ(EINVAL, put(HTMM "/cpu_quota", "0"));
+	EXPECT_EQ(EINVAL, put(HTMM "/cpu_quota", "1001"));
+	EXPECT_EQ(EINVAL, put(HTMM "/cpu_quota", "ten"));
+	EXPECT_EQ(EINVAL, put(HTMM "/hint_scan_period_ms", "1"));
+	EXPECT_EQ(pages, get_ll(HTMM "/buffer_pages"));
+	EXPECT_EQ(quota, get_ll(HTMM "/cpu_quota"));
+
+	EXPECT_EQ(0, put(HTMM "/buffer_pages", "32"));
+	EXPECT_EQ(32, get_ll(HTMM "/buffer_pages"));
+	snprintf(old, sizeof(old), "%lld", pages);
+	EXPECT_EQ(0, put(HTMM "/buffer_pages", old));
+	EXPECT_EQ(pages, get_ll(HTMM "/buffer_pages"));
+}
+
+TEST(tunables_are_root_only)
+{
+	char buf[64];
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		/* Readable by anyone, writable by root only. */
+		if (get(HTMM "/cpu_quota", buf, sizeof(buf)))
+			_exit(11);
+		_exit(put(HTMM "/cpu_quota", "50") == EACCES ? 0 : 12);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST(session_directory_follows_the_session)
+{
+	char dir[128], path[192], buf[64];
+	long long sampled0, sampled1;
+	int go[2], status;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		char c, *p;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		p = mmap(NULL, 16 << 20, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			_exit(2);
+		madvise(p, 16 << 20, MADV_NOHUGEPAGE);
+		memset(p, 1, 16 << 20);
+		/* Wait for the end of the pipe, then exit. */
+		while (read(go[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(go[0]);
+	snprintf(dir, sizeof(dir), HTMM "/sessions/%d", pid);
+	EXPECT_NE(0, access(dir, F_OK));
+
+	ASSERT_EQ(0, htmm_start(pid, -1));
+	ASSERT_EQ(0, access(dir, F_OK)) TH_LOG("no %s", dir);
+	snprintf(path, sizeof(path), "%s/node", dir);
+	EXPECT_EQ(0, get_ll(path));
+	snprintf(path, sizeof(path), "%s/source", dir);
+	ASSERT_EQ(0, get(path, buf, sizeof(buf)));
+	EXPECT_STREQ("hint-fault", buf);
+	snprintf(path, sizeof(path), "%s/events", dir);
+	EXPECT_EQ(sysconf(_SC_NPROCESSORS_ONLN), get_ll(path));
+
+	snprintf(path, sizeof(path), "%s/sampled", dir);
+	sampled0 = get_ll(path);
+	ASSERT_GE(sampled0, 0);
+	/* The child touches 4096 pages; each first touch is a sample. */
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	for (int i = 0; i < 100; i++) {
+		sampled1 = get_ll(path);
+		if (sampled1 - sampled0 >= 4096)
+			break;
+		usleep(100 * 1000);
+	}
+	TH_LOG("sampled %lld -> %lld", sampled0, sampled1);
+	EXPECT_GE(sampled1 - sampled0, 4096);
+	/* Every sample of the hint-fault source is a fault. */
+	snprintf(path, sizeof(path), "%s/fault", dir);
+	EXPECT_GE(get_ll(path), sampled1);
+
+	ASSERT_EQ(0, htmm_end(pid));
+	EXPECT_NE(0, access(dir, F_OK));
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+}
+
+TEST_HARNESS_MAIN
