@@ -79,15 +79,18 @@ TEST(source_is_listed_and_chosen)
 {
 	char buf[256];
 
+	/* PEBS or IBS may come first on hardware; hint faults work anywhere. */
 	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
-	EXPECT_STREQ("[auto] hint-fault", buf);
+	EXPECT_EQ(0, strncmp(buf, "[auto] ", 7)) TH_LOG("source: %s", buf);
+	EXPECT_NE(NULL, strstr(buf, " hint-fault"));
 	EXPECT_EQ(EINVAL, put(HTMM "/source", "no-such-source"));
 	ASSERT_EQ(0, put(HTMM "/source", "hint-fault"));
 	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
-	EXPECT_STREQ("auto [hint-fault]", buf);
+	EXPECT_EQ(0, strncmp(buf, "auto ", 5)) TH_LOG("source: %s", buf);
+	EXPECT_NE(NULL, strstr(buf, " [hint-fault]"));
 	ASSERT_EQ(0, put(HTMM "/source", "auto"));
 	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
-	EXPECT_STREQ("[auto] hint-fault", buf);
+	EXPECT_EQ(0, strncmp(buf, "[auto] ", 7));
 }
 
 TEST(tunables_refuse_bad_values)
@@ -163,10 +166,13 @@ TEST(session_directory_follows_the_session)
 		_exit(0);
 	}
 	close(go[0]);
+	/* Each first touch is a sample of the hint-fault source. */
+	ASSERT_EQ(0, put(HTMM "/source", "hint-fault"));
 	snprintf(dir, sizeof(dir), HTMM "/sessions/%d", pid);
 	EXPECT_NE(0, access(dir, F_OK));
 
 	ASSERT_EQ(0, htmm_start(pid, -1));
+	ASSERT_EQ(0, put(HTMM "/source", "auto"));
 	ASSERT_EQ(0, access(dir, F_OK)) TH_LOG("no %s", dir);
 	snprintf(path, sizeof(path), "%s/node", dir);
 	EXPECT_EQ(0, get_ll(path));
