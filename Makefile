@@ -26,7 +26,9 @@ DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 	ccache git xz-utils rsync file libdw-dev gnuplot-nox man-db \
 	python3-ply python3-git
 
-.PHONY: help deps kernel kernel-reset patches checkpatch selftests \
+space := $(subst ,, )
+
+.PHONY: bench-sampling help deps kernel kernel-reset patches checkpatch check-series selftests \
 	userspace initramfs test demo shell clean distclean deps-check
 
 help:
@@ -35,10 +37,12 @@ help:
 	@echo "  make demo        boot the two-tier guest and show what htmm does"
 	@echo "  make test        build everything, boot the guest, run all tests"
 	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
+	@echo "  make bench-sampling  figures of the sampling pipeline in the guest"
 	@echo "  make deps        install the Debian packages the project needs (root)"
 	@echo "  make kernel      unpack linux-source-6.12, apply patches/, build bzImage"
 	@echo "  make patches     regenerate patches/ from the commits in build/linux"
 	@echo "  make checkpatch  run checkpatch.pl --strict on every patch"
+	@echo "  make check-series  build the kernel at every patch of the series"
 	@echo "  make kernel-reset  drop commits in build/linux that are not in patches/"
 	@echo "  make clean       remove build outputs but keep the kernel tree"
 	@echo "  make distclean   remove build/ entirely"
@@ -63,6 +67,11 @@ patches:
 
 checkpatch:
 	@bash $(TOP)/scripts/checkpatch.sh
+
+# Build the kernel at every patch of the series (slow: a header change
+# rebuilds most of the kernel).
+check-series: kernel
+	@JOBS=$(JOBS) bash $(TOP)/scripts/check-series.sh
 
 # The kselftests: selftests/ is placed as tools/testing/selftests/htmm in the
 # tree and built by the kselftest framework against the tree's uapi headers.
@@ -93,6 +102,14 @@ demo: deps-check
 	@$(MAKE) -s initramfs
 	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode demo --timeout 600 \
 		--log $(BUILD)/guest-demo.log
+
+# Figures of the sampling pipeline: make bench-sampling BENCH_ARGS="128M 10"
+BENCH_ARGS ?= 128M 10
+bench-sampling: deps-check
+	@$(MAKE) -s initramfs
+	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
+		--append "htmm_bench_args=$(subst $(space),:,$(BENCH_ARGS))" \
+		--log $(BUILD)/guest-bench.log
 
 shell: deps-check
 	@$(MAKE) -s initramfs

@@ -5,7 +5,7 @@
 # and HMAT, node 0 with every CPU and fast memory (the top tier), node 1 with
 # slower memory and no CPU (a lower tier), as CXL or persistent memory is.
 #
-#   boot.sh --kernel BZIMAGE --initrd CPIO [--mode test|demo|shell]
+#   boot.sh --kernel BZIMAGE --initrd CPIO [--mode test|demo|bench|shell]
 #           [--fast-mem 1G] [--slow-mem 1G] [--cpus 2] [--timeout SECONDS]
 #           [--log FILE] [--tap FILE] [--append "KERNEL ARGS"]
 #
@@ -13,6 +13,7 @@
 #        output (TAP) to a second serial port, saved in --tap.
 # demo:  the guest runs the demonstration and prints it here; the whole
 #        console is also kept in --log.
+# bench: the same with the sampling benchmark (qemu/bench-sampling.sh).
 # shell: an interactive shell on the serial console (Ctrl-A X quits QEMU).
 #
 # Exit status: QEMU's, or 124 when the guest ran over --timeout.
@@ -62,7 +63,7 @@ slow_mb=$(to_mb "$slow")
 [ "$fast_mb" -ge 256 ] || die "--fast-mem must be at least 256M"
 [ "$slow_mb" -ge 128 ] || die "--slow-mem must be at least 128M"
 case "$cpus" in ''|*[!0-9]*|0) die "bad --cpus '$cpus'" ;; esac
-case "$mode" in test|demo|shell) ;; *) die "bad --mode '$mode'" ;; esac
+case "$mode" in test|demo|bench|shell) ;; *) die "bad --mode '$mode'" ;; esac
 
 last_cpu=$((cpus - 1))
 args=(
@@ -91,7 +92,7 @@ test)
 	       -chardev "file,id=con,path=$log" -serial chardev:con
 	       -chardev "file,id=tap,path=$tap" -serial chardev:tap)
 	;;
-demo)
+demo|bench)
 	[ -n "$log" ] || log=/dev/null
 	args+=(-monitor none
 	       -chardev "stdio,id=con,signal=on,logfile=$log" -serial chardev:con)

@@ -19,10 +19,43 @@ for t in /sys/devices/virtual/memory_tiering/memory_tier*; do
 	printf "  %-14s nodes %s\n" "${t##*/}" "$(cat "$t/nodelist")"
 done
 echo
-if [ -d /sys/kernel/mm/htmm ]; then
-	echo "htmm is in this kernel: /sys/kernel/mm/htmm"
-else
-	echo "htmm is not in this kernel yet: the patch series adds it."
+HTMM=/sys/kernel/mm/htmm
+if [ ! -d $HTMM ]; then
+	echo "htmm is not in this kernel: the patch series adds it."
+	echo
+	echo "=== demo done ==="
+	exit 0
 fi
+
+echo "htmm is in this kernel. Sampling source: $(cat $HTMM/source)"
+echo
+echo "Running a workload under htmm-launch: 64 MiB placed on node 1 (the slow"
+echo "tier), every page touched for 6 s. Each second, what ksamplingd made of"
+echo "the samples of its session (/sys/kernel/mm/htmm/sessions/PID/):"
+echo
+htmm-launch -- htmm-touch -s 64M -t 6 -n 1 &
+launcher=$!
+pid=""
+i=0
+while [ -z "$pid" ] && [ $i -lt 50 ]; do
+	pid=$(ls $HTMM/sessions 2>/dev/null | head -n 1)
+	[ -n "$pid" ] || sleep 0.1
+	i=$((i + 1))
+done
+printf "  %4s %10s %12s %12s %8s %10s\n" "s" "samples" "on node 0" "on node 1" "lost" "ksampl.cpu"
+t=0
+while [ -n "$pid" ] && [ -d "$HTMM/sessions/$pid" ]; do
+	d=$HTMM/sessions/$pid
+	printf "  %4d %10s %12s %12s %8s %9s%%\n" $t "$(cat $d/sampled 2>/dev/null)" \
+		"$(cat $d/fast 2>/dev/null)" "$(cat $d/slow 2>/dev/null)" \
+		"$(cat $d/lost 2>/dev/null)" \
+		"$(awk '{ printf "%.1f", $1 / 10 }' $HTMM/ksamplingd_cpu)"
+	sleep 1
+	t=$((t + 1))
+done
+wait $launcher
+echo
+echo "The samples found the workload's pages on node 1, the slow tier. Moving"
+echo "hot pages to node 0 is the next stage of htmm (promotion and demotion)."
 echo
 echo "=== demo done ==="

@@ -25,6 +25,7 @@
 #define __NR_htmm_end 464
 #endif
 
+#define HTMM "/sys/kernel/mm/htmm"
 #define TRACING "/sys/kernel/tracing"
 #define EVENT TRACING "/events/htmm/htmm_sample/enable"
 #define MB (1UL << 20)
@@ -138,12 +139,16 @@ FIXTURE_SETUP(sampling)
 	ASSERT_EQ(0, write_file(TRACING "/trace", ""));
 	ASSERT_EQ(0, write_file(EVENT, "1"));
 	self->traced = true;
+	/* Every fault a sample: ksamplingd may have raised the period. */
+	ASSERT_EQ(0, write_file(HTMM "/sample_period_max", "1"));
 }
 
 FIXTURE_TEARDOWN(sampling)
 {
-	if (self->traced)
+	if (self->traced) {
 		write_file(EVENT, "0");
+		write_file(HTMM "/sample_period_max", "0");
+	}
 }
 
 /*

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * htmm-touch: a memory workload for trying htmm.  It maps a buffer, places
+ * its first touch on a node if asked, then writes one byte of every page in
+ * turn until the time is up, and reports how many pages it touched per
+ * second.
+ *
+ *   htmm-touch [-s SIZE] [-t SECONDS] [-n NODE] [-v]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MPOL_DEFAULT	0
+#define MPOL_BIND	2
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: htmm-touch [-s SIZE] [-t SECONDS] [-n NODE] [-v]\n"
+		"  -s, --size SIZE     buffer size, with K, M or G (default 128M)\n"
+		"  -t, --time SECONDS  how long to touch it (default 5)\n"
+		"  -n, --node NODE     place the first touch on NODE, then drop the policy\n"
+		"  -v, --verbose       print the rate every second\n"
+		"  -h, --help          this help\n"
+		"  -V, --version       the version\n");
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || v == 0)
+		return false;
+	switch (*end) {
+	case 'g': case 'G': v <<= 10; /* fall through */
+	case 'm': case 'M': v <<= 10; /* fall through */
+	case 'k': case 'K': v <<= 10; end++; break;
+	case '\0': break;
+	default: return false;
+	}
+	if (*end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "time", required_argument, NULL, 't' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	size_t size = 128UL << 20, psize = sysconf(_SC_PAGESIZE);
+	double seconds = 5, t0, t1, next, last_t;
+	unsigned long long touched = 0, last = 0;
+	bool verbose = false;
+	long node = -1;
+	volatile char *p;
+	char *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:t:n:vhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (!parse_size(optarg, &size)) {
+				fprintf(stderr, "htmm-touch: bad size '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 't':
+			seconds = strtod(optarg, &end);
+			if (*end || seconds <= 0) {
+				fprintf(stderr, "htmm-touch: bad time '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			node = strtol(optarg, &end, 10);
+			if (*end || node < 0 || node >= 64) {
+				fprintf(stderr, "htmm-touch: bad node '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			puts("htmm-touch 0.1");
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("htmm-touch: mmap");
+		return 1;
+	}
+	if (node >= 0) {
+		unsigned long mask = 1UL << node;
+
+		if (syscall(SYS_mbind, p, size, MPOL_BIND, &mask, 64, 0)) {
+			perror("htmm-touch: mbind");
+			return 1;
+		}
+	}
+	for (size_t off = 0; off < size; off += psize)
+		p[off] = 1;
+	/* Placed: from now on the kernel may move the pages anywhere. */
+	if (node >= 0 && syscall(SYS_mbind, p, size, MPOL_DEFAULT, NULL, 0, 0)) {
+		perror("htmm-touch: mbind");
+		return 1;
+	}
+
+	t0 = now();
+	next = t0 + 1;
+	last_t = t0;
+	for (t1 = t0; t1 - t0 < seconds; t1 = now()) {
+		for (size_t off = 0; off < size; off += psize)
+			p[off]++;
+		touched += size / psize;
+		if (verbose && t1 >= next) {
+			printf("htmm-touch: %.0f s: %.0f pages/s\n", t1 - t0,
+			       (touched - last) / (t1 - last_t));
+			last = touched;
+			last_t = t1;
+			next += 1;
+		}
+	}
+	printf("htmm-touch: %zu MiB, %.1f s, %llu page touches, %.0f pages/s\n",
+	       size >> 20, t1 - t0, touched, touched / (t1 - t0));
+	return 0;
+}
