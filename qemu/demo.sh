@@ -29,11 +29,12 @@ fi
 
 echo "htmm is in this kernel. Sampling source: $(cat $HTMM/source)"
 echo
-echo "Running a workload under htmm-launch: 64 MiB placed on node 1 (the slow"
-echo "tier), every page touched for 6 s. Each second, what ksamplingd made of"
-echo "the samples of its session (/sys/kernel/mm/htmm/sessions/PID/):"
+echo "Running a workload under htmm-launch: 64 MiB in 4 KiB pages placed on"
+echo "node 1 (the slow tier), every page touched for 6 s. Each second, what"
+echo "ksamplingd made of the samples of its session"
+echo "(/sys/kernel/mm/htmm/sessions/PID/):"
 echo
-htmm-launch -- htmm-touch -s 64M -t 6 -n 1 &
+htmm-launch -- htmm-touch -s 64M -t 6 -n 1 -H &
 launcher=$!
 pid=""
 i=0
@@ -42,7 +43,7 @@ while [ -z "$pid" ] && [ $i -lt 50 ]; do
 	[ -n "$pid" ] || sleep 0.1
 	i=$((i + 1))
 done
-printf "  %4s %10s %12s %12s %8s %10s\n" "s" "samples" "on node 0" "on node 1" "lost" "ksampl.cpu"
+printf "  %4s %10s %12s %12s %8s %10s\n" "s" "samples" "fast tier" "slow tier" "lost" "ksampl.cpu"
 t=0
 while [ -n "$pid" ] && [ -d "$HTMM/sessions/$pid" ]; do
 	d=$HTMM/sessions/$pid

@@ -5,7 +5,7 @@
  * turn until the time is up, and reports how many pages it touched per
  * second.
  *
- *   htmm-touch [-s SIZE] [-t SECONDS] [-n NODE] [-v]
+ *   htmm-touch [-s SIZE] [-t SECONDS] [-n NODE] [-H] [-v]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,10 +25,11 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: htmm-touch [-s SIZE] [-t SECONDS] [-n NODE] [-v]\n"
+		"usage: htmm-touch [-s SIZE] [-t SECONDS] [-n NODE] [-H] [-v]\n"
 		"  -s, --size SIZE     buffer size, with K, M or G (default 128M)\n"
 		"  -t, --time SECONDS  how long to touch it (default 5)\n"
 		"  -n, --node NODE     place the first touch on NODE, then drop the policy\n"
+		"  -H, --no-thp        base pages only, no transparent huge pages\n"
 		"  -v, --verbose       print the rate every second\n"
 		"  -h, --help          this help\n"
 		"  -V, --version       the version\n");
@@ -70,6 +71,7 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "time", required_argument, NULL, 't' },
 		{ "node", required_argument, NULL, 'n' },
+		{ "no-thp", no_argument, NULL, 'H' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -78,13 +80,13 @@ int main(int argc, char **argv)
 	size_t size = 128UL << 20, psize = sysconf(_SC_PAGESIZE);
 	double seconds = 5, t0, t1, next, last_t;
 	unsigned long long touched = 0, last = 0;
-	bool verbose = false;
+	bool verbose = false, no_thp = false;
 	long node = -1;
 	volatile char *p;
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:t:n:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:n:HvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (!parse_size(optarg, &size)) {
@@ -105,6 +107,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "htmm-touch: bad node '%s'\n", optarg);
 				return 2;
 			}
+			break;
+		case 'H':
+			no_thp = true;
 			break;
 		case 'v':
 			verbose = true;
@@ -129,6 +134,10 @@ int main(int argc, char **argv)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		perror("htmm-touch: mmap");
+		return 1;
+	}
+	if (no_thp && madvise((void *)p, size, MADV_NOHUGEPAGE)) {
+		perror("htmm-touch: madvise");
 		return 1;
 	}
 	if (node >= 0) {
