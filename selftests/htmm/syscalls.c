@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -426,6 +427,93 @@ TEST(session_follows_execve)
  * (perf events, ring buffers) is counted as free.  membarrier() global is
  * synchronize_rcu(); without it the measure is just noisier.
  */
+/* Copy @from to @to with mode @mode: 0 or an errno. */
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	int in, out, err = 0;
+	ssize_t n;
+
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (out < 0) {
+		err = errno;
+		close(in);
+		return err;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if (write(out, buf, n) != n) {
+			err = errno ? errno : EIO;
+			break;
+		}
+	}
+	if (n < 0)
+		err = errno;
+	close(in);
+	if (fchmod(out, mode) && !err)
+		err = errno;
+	close(out);
+	return err;
+}
+
+/*
+ * An exec that makes the process non-dumpable (here: of a program its user
+ * may run but not read) is a secure exec, after which the session's owner
+ * could not start one: perf ends the process's events there, and htmm the
+ * session.
+ */
+TEST(session_ends_on_secure_exec)
+{
+	const char *prog = "/tmp/htmm-noread";
+	int go[2], done[2], status;
+	ssize_t n;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, copy_file("/bin/busybox", prog, 0711));
+	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(done, O_CLOEXEC));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(go[1]);
+		close(done[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		do {
+			n = read(go[0], &c, 1);
+		} while (n < 0 && errno == EINTR);
+		if (n != 1)
+			_exit(11);
+		execl(prog, "sleep", "5", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	close(done[1]);
+	if (!start_or_skip(_metadata, pid, -1)) {
+		close(go[1]);
+		close(done[0]);
+		kill_child(pid);
+		return;
+	}
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	close(go[1]);
+	/* End of file on the close-on-exec pipe: the exec is done. */
+	do {
+		n = read(done[0], &c, 1);
+	} while (n < 0 && errno == EINTR);
+	close(done[0]);
+	EXPECT_EQ(0, n);
+	EXPECT_EQ(ENOENT, sys_end(pid));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("the exec failed: status %#x", status);
+	unlink(prog);
+}
+
 static void rcu_settle(void)
 {
 	for (int i = 0; i < 2; i++)
