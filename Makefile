@@ -12,6 +12,8 @@ JOBS      ?= $(shell nproc)
 NEED      := sh $(TOP)/scripts/need.sh
 
 GUEST_FRAGMENTS := $(TOP)/kernel-config/guest.config $(TOP)/kernel-config/htmm.config
+DEBUG_FRAGMENTS := $(GUEST_FRAGMENTS) $(TOP)/kernel-config/debug.config
+KOBJ_DEBUG      := $(BUILD)/kbuild-debug
 
 # Options of the guest: make test FAST_MEM=1G SLOW_MEM=1G CPUS=2
 FAST_MEM  ?= 1G
@@ -28,7 +30,7 @@ DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 
 space := $(subst ,, )
 
-.PHONY: bench-sampling help deps kernel kernel-reset patches checkpatch check-series selftests \
+.PHONY: bench-sampling test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
 	userspace initramfs test demo shell clean distclean deps-check
 
 help:
@@ -36,6 +38,7 @@ help:
 	@echo
 	@echo "  make demo        boot the two-tier guest and show what htmm does"
 	@echo "  make test        build everything, boot the guest, run all tests"
+	@echo "  make test-debug  the same on a KASAN/lockdep/kmemleak kernel"
 	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
 	@echo "  make bench-sampling  figures of the sampling pipeline in the guest"
 	@echo "  make deps        install the Debian packages the project needs (root)"
@@ -58,6 +61,10 @@ kernel:
 	@bash $(TOP)/scripts/kernel-tree.sh sync
 	@bash $(TOP)/scripts/kernel-tree.sh version
 	@JOBS=$(JOBS) bash $(TOP)/scripts/kernel-build.sh guest $(GUEST_FRAGMENTS)
+
+# The debug kernel: KASAN, lockdep, kmemleak, DEBUG_VM, fault injection.
+kernel-debug: kernel
+	@JOBS=$(JOBS) bash $(TOP)/scripts/kernel-build.sh debug $(DEBUG_FRAGMENTS)
 
 kernel-reset:
 	@bash $(TOP)/scripts/kernel-tree.sh reset
@@ -97,6 +104,13 @@ test: deps-check
 	@$(MAKE) -s initramfs
 	@python3 $(TOP)/qemu/run-tests.py $(BOOT_OPTS) --timeout $(TIMEOUT) \
 		--log $(BUILD)/guest-test.log
+
+# The suite on the debug kernel; fails also if a checker did not come up.
+test-debug: deps-check
+	@$(MAKE) -s kernel-debug initramfs
+	@python3 $(TOP)/qemu/run-tests.py --kernel $(KOBJ_DEBUG)/arch/x86/boot/bzImage \
+		--initrd $(INITRAMFS) --fast-mem $(FAST_MEM) --slow-mem $(SLOW_MEM) \
+		--cpus $(CPUS) --timeout $(TIMEOUT) --debug --log $(BUILD)/guest-test-debug.log
 
 demo: deps-check
 	@$(MAKE) -s initramfs

@@ -94,6 +94,9 @@ def guest_tests(args, tally):
     elif rc != 0:
         tally.add("guest", tp.Result("exited cleanly", tp.FAIL, f"QEMU exit status {rc}"))
 
+    if args.debug:
+        debug_checks(console, tap, tally)
+
     reports = tp.kernel_reports(console)
     for kind, line in reports:
         tally.add("kernel", tp.Result(f"{kind} report", tp.FAIL, line[:160]))
@@ -102,6 +105,33 @@ def guest_tests(args, tally):
                                       tp.PASS))
     print(f"guest ran {elapsed:.0f} s; full console log: {args.log}, test output: {tap_path}",
           flush=True)
+
+
+# What a debug kernel prints when each checker comes up.
+DEBUG_FACILITIES = [
+    ("KASAN", "KernelAddressSanitizer initialized"),
+    ("lockdep", "Lock dependency validator"),
+    ("kmemleak", "Kernel memory leak detector initialized"),
+]
+
+
+def debug_checks(console, tap, tally):
+    """The checkers of a debug kernel came up, and kmemleak found nothing."""
+    for name, banner in DEBUG_FACILITIES:
+        up = banner in console
+        tally.add("debug", tp.Result(f"{name} is active", tp.PASS if up else tp.FAIL,
+                                     "" if up else f"no '{banner}' in the console log"))
+    begin = tap.find("HTMM-KMEMLEAK-BEGIN")
+    end = tap.find("HTMM-KMEMLEAK-END")
+    if begin < 0 or end < 0:
+        tally.add("debug", tp.Result("kmemleak scanned at the end", tp.FAIL,
+                                     "no kmemleak report section in the test output"))
+        return
+    report = tap[begin:end]
+    leaks = report.count("unreferenced object")
+    first = next((l for l in report.splitlines() if "unreferenced object" in l), "")
+    tally.add("debug", tp.Result("kmemleak found no leak", tp.FAIL if leaks else tp.PASS,
+                                 f"{leaks} suspected leaks, first: {first.strip()}" if leaks else ""))
 
 
 def main():
@@ -114,6 +144,8 @@ def main():
     ap.add_argument("--slow-mem", default="1G")
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--append", default="")
+    ap.add_argument("--debug", action="store_true",
+                    help="a debug kernel: require KASAN, lockdep and kmemleak, and a clean scan")
     ap.add_argument("--host-only", action="store_true",
                     help="run only the host-side tests")
     args = ap.parse_args()
