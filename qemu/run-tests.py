@@ -58,8 +58,9 @@ def guest_tests(args, tally):
            "--fast-mem", args.fast_mem, "--slow-mem", args.slow_mem,
            "--cpus", str(args.cpus), "--timeout", str(args.timeout),
            "--log", args.log, "--tap", tap_path]
-    if args.append:
-        cmd += ["--append", args.append]
+    append = args.append + (" htmm_debug=1" if args.debug else "")
+    if append.strip():
+        cmd += ["--append", append.strip()]
     print(f"booting the guest: {args.fast_mem} fast (node 0), {args.slow_mem} slow (node 1), "
           f"{args.cpus} CPUs; console log {args.log}", flush=True)
     start = time.time()

@@ -524,8 +524,18 @@ static void rcu_settle(void)
 #define SLAB_SLACK_KB 1024
 #define AVAIL_SLACK_KB 8192
 
-TEST(start_end_cycles_do_not_leak)
+FIXTURE(cycles) {};
+FIXTURE_SETUP(cycles) {}
+FIXTURE_TEARDOWN(cycles) {}
+
+/* 500 cycles take minutes on a debug kernel: more than the default 30 s. */
+TEST_F_TIMEOUT(cycles, start_end_cycles_do_not_leak, 600)
 {
+	/*
+	 * On a debug kernel (KASAN holds freed objects in its quarantine),
+	 * memory figures say nothing about leaks: kmemleak judges there.
+	 */
+	bool debug = getenv("HTMM_DEBUG_KERNEL") != NULL;
 	long slab0, slab1, avail0, avail1;
 	int wfd, i;
 	pid_t pid;
@@ -561,7 +571,7 @@ TEST(start_end_cycles_do_not_leak)
 	 * callbacks that may run seconds later on an idle guest: wait (up to
 	 * 20 s) for Slab to come back within the slack, then judge.
 	 */
-	for (i = 0; i < 200; i++) {
+	for (i = 0; i < (debug ? 1 : 200); i++) {
 		rcu_settle();
 		slab1 = meminfo_kb("Slab");
 		if (slab1 - slab0 < SLAB_SLACK_KB)
@@ -572,8 +582,10 @@ TEST(start_end_cycles_do_not_leak)
 	TH_LOG("slab settled after %d ms", i * 100);
 	TH_LOG("%d cycles: Slab %ld -> %ld kB (%+ld), MemAvailable %ld -> %ld kB (%+ld)",
 	       CYCLES, slab0, slab1, slab1 - slab0, avail0, avail1, avail1 - avail0);
-	EXPECT_LT(slab1 - slab0, SLAB_SLACK_KB);
-	EXPECT_LT(avail0 - avail1, AVAIL_SLACK_KB);
+	if (!debug) {
+		EXPECT_LT(slab1 - slab0, SLAB_SLACK_KB);
+		EXPECT_LT(avail0 - avail1, AVAIL_SLACK_KB);
+	}
 	EXPECT_EQ(0, finish_sleeper(pid, wfd));
 }
 

@@ -203,10 +203,12 @@ TEST(node_sizes_match_the_boot_options)
 		ASSERT_GT(got[nid], 0);
 		/*
 		 * MemTotal leaves out what firmware and the kernel keep for
-		 * themselves (more on node 0): allow 15% of the node.
+		 * themselves: on node 0 also the kernel image and, on a KASAN
+		 * kernel, the shadow of all memory (an eighth of it).  Allow
+		 * 40% of node 0 and 15% of the others.
 		 */
 		EXPECT_LE(got[nid], want[nid]);
-		EXPECT_GE(got[nid], want[nid] * 85 / 100)
+		EXPECT_GE(got[nid], want[nid] * (nid ? 85 : 60) / 100)
 			TH_LOG("node %d: %ld MiB, boot option %ld MiB", nid, got[nid], want[nid]);
 	}
 }
