@@ -19,38 +19,12 @@
 #include <unistd.h>
 
 #include "../kselftest_harness.h"
+#include "htmm_test.h"
 
-#ifndef __NR_htmm_start
-#define __NR_htmm_start 463
-#define __NR_htmm_end 464
-#endif
-
-#define HTMM "/sys/kernel/mm/htmm"
+#define HTMM HTMM_SYSFS
 #define TRACING "/sys/kernel/tracing"
 #define EVENT TRACING "/events/htmm/htmm_sample/enable"
 #define MB (1UL << 20)
-
-static long htmm_start(pid_t pid, int node)
-{
-	return syscall(__NR_htmm_start, pid, node, 0, 0, 0, 0) ? errno : 0;
-}
-
-static long htmm_end(pid_t pid)
-{
-	return syscall(__NR_htmm_end, pid, 0, 0, 0, 0, 0) ? errno : 0;
-}
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
 
 /* A counter of /proc/vmstat, or -1. */
 static long long vmstat(const char *name)
@@ -132,11 +106,16 @@ FIXTURE(sampling)
 
 FIXTURE_SETUP(sampling)
 {
+	int fd;
+
 	self->traced = false;
 	if (access(EVENT, W_OK))
 		SKIP(return, "no htmm:htmm_sample tracepoint (tracefs at " TRACING "?)");
 	ASSERT_EQ(0, write_file(TRACING "/buffer_size_kb", "8192"));
-	ASSERT_EQ(0, write_file(TRACING "/trace", ""));
+	/* Empty the trace: an open with O_TRUNC does. */
+	fd = open(TRACING "/trace", O_WRONLY | O_TRUNC);
+	ASSERT_GE(fd, 0);
+	close(fd);
 	ASSERT_EQ(0, write_file(EVENT, "1"));
 	self->traced = true;
 	/* Every fault a sample: ksamplingd may have raised the period. */
@@ -224,7 +203,7 @@ TEST_F(sampling, samples_land_in_the_touched_buffer)
 
 	ASSERT_GE(sampled0, 0) TH_LOG("no htmm_sampled in /proc/vmstat");
 	ASSERT_EQ(0, spawn_toucher(&c, 32 * MB, 3.0));
-	ASSERT_EQ(0, htmm_start(c.pid, -1));
+	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
 	t0 = now_s();
 	ASSERT_EQ(1, write(c.go, "g", 1));
 	ASSERT_EQ(0, wait_child(&c));
@@ -246,7 +225,7 @@ TEST_F(sampling, samples_land_in_the_touched_buffer)
 	if (hints0 >= 0)
 		EXPECT_GT(vmstat("numa_hint_faults") - hints0, 0);
 	/* The session ended with the process. */
-	EXPECT_EQ(ESRCH, htmm_end(c.pid));
+	EXPECT_EQ(ESRCH, sys_htmm_end(c.pid));
 }
 
 struct thread_arg {
@@ -279,7 +258,7 @@ TEST_F(sampling, threads_created_after_start_are_sampled)
 	if (!pid) {
 		close(up[0]);
 		/* The session starts first; the thread comes after it. */
-		if (htmm_start(0, -1))
+		if (sys_htmm_start(0, -1))
 			_exit(10);
 		ta.p = mmap(NULL, ta.len, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -318,12 +297,12 @@ TEST_F(sampling, session_ends_when_its_process_exits)
 	struct child c;
 
 	ASSERT_EQ(0, spawn_toucher(&c, 1 * MB, 0.1));
-	ASSERT_EQ(0, htmm_start(c.pid, -1));
-	ASSERT_EQ(EBUSY, htmm_start(c.pid, -1));
+	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
+	ASSERT_EQ(EBUSY, sys_htmm_start(c.pid, -1));
 	ASSERT_EQ(1, write(c.go, "g", 1));
 	ASSERT_EQ(0, wait_child(&c));
 	/* No session is left that this (root) caller could end. */
-	EXPECT_EQ(ENOENT, htmm_end(-1));
+	EXPECT_EQ(ENOENT, sys_htmm_end(-1));
 }
 
 TEST_HARNESS_MAIN

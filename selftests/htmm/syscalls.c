@@ -31,42 +31,9 @@
 #include <linux/membarrier.h>
 
 #include "../kselftest_harness.h"
-
-#ifndef __NR_htmm_start
-# ifdef __x86_64__
-#  define __NR_htmm_start 463
-# else
-#  define __NR_htmm_start -1	/* fails with ENOSYS */
-# endif
-#endif
-#ifndef __NR_htmm_end
-# ifdef __x86_64__
-#  define __NR_htmm_end 464
-# else
-#  define __NR_htmm_end -1
-# endif
-#endif
+#include "htmm_test.h"
 
 #define NOBODY 65534
-
-/*
- * The system calls, returning 0 or the errno they failed with.  The
- * arguments they do not take are passed as zeros: later kernels have other
- * system calls at these numbers, which then fail harmlessly.
- */
-static int sys_start(pid_t pid, int node)
-{
-	if (syscall(__NR_htmm_start, (long)pid, (long)node, 0L, 0L, 0L, 0L))
-		return errno;
-	return 0;
-}
-
-static int sys_end(pid_t pid)
-{
-	if (syscall(__NR_htmm_end, (long)pid, 0L, 0L, 0L, 0L, 0L))
-		return errno;
-	return 0;
-}
 
 /*
  * Start a session on @pid, or skip the test if the kernel has no usable
@@ -76,7 +43,7 @@ static int sys_end(pid_t pid)
  */
 static bool start_or_skip(struct __test_metadata *_metadata, pid_t pid, int node)
 {
-	int err = sys_start(pid, node);
+	int err = sys_htmm_start(pid, node);
 
 	if (err == ENODEV)
 		SKIP(return false, "htmm_start: ENODEV, the kernel has no usable sampling source");
@@ -194,24 +161,24 @@ TEST(syscalls_are_implemented)
 {
 	int err;
 
-	err = sys_start(-5, -1);
+	err = sys_htmm_start(-5, -1);
 	ASSERT_NE(ENOSYS, err) TH_LOG("htmm_start: ENOSYS: kernel without CONFIG_HTMM");
-	err = sys_end(-5);
+	err = sys_htmm_end(-5);
 	ASSERT_NE(ENOSYS, err) TH_LOG("htmm_end: ENOSYS: kernel without CONFIG_HTMM");
 	/*
 	 * And they are htmm's: no process has pid INT_MAX (pid_max is at most
 	 * 2^22).  Kernels from 6.13 have setxattrat() at 463, which fails
 	 * with EINVAL here.
 	 */
-	err = sys_start(INT_MAX, -1);
+	err = sys_htmm_start(INT_MAX, -1);
 	ASSERT_EQ(ESRCH, err)
 		TH_LOG("syscall %d is not htmm_start: %s", __NR_htmm_start, strerror(err));
 }
 
 TEST(negative_pid_is_einval)
 {
-	EXPECT_EQ(EINVAL, sys_start(-5, -1));
-	EXPECT_EQ(EINVAL, sys_end(-5));
+	EXPECT_EQ(EINVAL, sys_htmm_start(-5, -1));
+	EXPECT_EQ(EINVAL, sys_htmm_end(-5));
 }
 
 TEST(nonexistent_pid_is_esrch)
@@ -219,41 +186,41 @@ TEST(nonexistent_pid_is_esrch)
 	pid_t pid = dead_pid();
 
 	ASSERT_GT(pid, 0);
-	EXPECT_EQ(ESRCH, sys_start(pid, -1));
-	EXPECT_EQ(ESRCH, sys_end(pid));
+	EXPECT_EQ(ESRCH, sys_htmm_start(pid, -1));
+	EXPECT_EQ(ESRCH, sys_htmm_end(pid));
 }
 
 TEST(node_out_of_range_is_einval)
 {
-	EXPECT_EQ(EINVAL, sys_start(0, 4096));
-	EXPECT_EQ(EINVAL, sys_start(0, -2));
-	EXPECT_EQ(EINVAL, sys_start(0, INT_MIN));
-	EXPECT_EQ(EINVAL, sys_start(0, INT_MAX));
+	EXPECT_EQ(EINVAL, sys_htmm_start(0, 4096));
+	EXPECT_EQ(EINVAL, sys_htmm_start(0, -2));
+	EXPECT_EQ(EINVAL, sys_htmm_start(0, INT_MIN));
+	EXPECT_EQ(EINVAL, sys_htmm_start(0, INT_MAX));
 }
 
 /* Node 1 has memory, but in a lower tier: it is no node to promote into. */
 TEST(slow_node_is_einval)
 {
-	EXPECT_EQ(EINVAL, sys_start(0, 1));
+	EXPECT_EQ(EINVAL, sys_htmm_start(0, 1));
 }
 
 TEST(fast_node_0_on_self)
 {
 	if (!start_or_skip(_metadata, 0, 0))
 		return;
-	EXPECT_EQ(0, sys_end(0));
+	EXPECT_EQ(0, sys_htmm_end(0));
 }
 
 /* pid 2 is kthreadd. */
 TEST(kernel_thread)
 {
-	EXPECT_EQ(EINVAL, sys_start(2, -1));
-	EXPECT_EQ(ENOENT, sys_end(2));
+	EXPECT_EQ(EINVAL, sys_htmm_start(2, -1));
+	EXPECT_EQ(ENOENT, sys_htmm_end(2));
 }
 
 TEST(end_unmanaged_self_is_enoent)
 {
-	EXPECT_EQ(ENOENT, sys_end(0));
+	EXPECT_EQ(ENOENT, sys_htmm_end(0));
 }
 
 /*
@@ -262,10 +229,10 @@ TEST(end_unmanaged_self_is_enoent)
  */
 TEST(end_all_without_sessions_is_enoent)
 {
-	int err = sys_end(-1);
+	int err = sys_htmm_end(-1);
 
 	EXPECT_TRUE(err == ENOENT || err == 0) TH_LOG("htmm_end(-1): %s", strerror(err));
-	EXPECT_EQ(ENOENT, sys_end(-1));
+	EXPECT_EQ(ENOENT, sys_htmm_end(-1));
 }
 
 /* nobody may not manage init, which root owns. */
@@ -280,13 +247,13 @@ TEST(unprivileged_caller_is_eperm)
 		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
 		    setresuid(NOBODY, NOBODY, NOBODY))
 			_exit(10);
-		err = sys_start(1, -1);
+		err = sys_htmm_start(1, -1);
 		if (err != EPERM) {
 			fprintf(stderr, "# htmm_start(1, -1) as nobody: %s\n",
 				err ? strerror(err) : "success");
 			_exit(11);
 		}
-		err = sys_end(1);
+		err = sys_htmm_end(1);
 		if (err != EPERM) {
 			fprintf(stderr, "# htmm_end(1) as nobody: %s\n",
 				err ? strerror(err) : "success");
@@ -317,10 +284,10 @@ TEST(start_and_end_a_child)
 	}
 	/* A session's events belong to the kernel, not to the caller. */
 	EXPECT_EQ(fds, count_fds());
-	EXPECT_EQ(EBUSY, sys_start(pid, -1));
-	EXPECT_EQ(EBUSY, sys_start(pid, 0));
-	EXPECT_EQ(0, sys_end(pid));
-	EXPECT_EQ(ENOENT, sys_end(pid));
+	EXPECT_EQ(EBUSY, sys_htmm_start(pid, -1));
+	EXPECT_EQ(EBUSY, sys_htmm_start(pid, 0));
+	EXPECT_EQ(0, sys_htmm_end(pid));
+	EXPECT_EQ(ENOENT, sys_htmm_end(pid));
 	EXPECT_EQ(0, finish_sleeper(pid, wfd));
 }
 
@@ -338,7 +305,7 @@ TEST(end_after_the_process_is_gone_is_esrch)
 	status = kill_child(pid);
 	close(wfd);
 	ASSERT_TRUE(WIFSIGNALED(status));
-	EXPECT_EQ(ESRCH, sys_end(pid));
+	EXPECT_EQ(ESRCH, sys_htmm_end(pid));
 }
 
 TEST(two_concurrent_sessions)
@@ -355,9 +322,9 @@ TEST(two_concurrent_sessions)
 		finish_sleeper(pid[1], wfd[1]);
 		return;
 	}
-	EXPECT_EQ(0, sys_start(pid[1], -1));
-	EXPECT_EQ(0, sys_end(pid[0]));
-	EXPECT_EQ(0, sys_end(pid[1]));
+	EXPECT_EQ(0, sys_htmm_start(pid[1], -1));
+	EXPECT_EQ(0, sys_htmm_end(pid[0]));
+	EXPECT_EQ(0, sys_htmm_end(pid[1]));
 	EXPECT_EQ(0, finish_sleeper(pid[0], wfd[0]));
 	EXPECT_EQ(0, finish_sleeper(pid[1], wfd[1]));
 }
@@ -366,9 +333,9 @@ TEST(start_and_end_self)
 {
 	if (!start_or_skip(_metadata, 0, -1))
 		return;
-	EXPECT_EQ(EBUSY, sys_start(getpid(), -1));
-	EXPECT_EQ(0, sys_end(0));
-	EXPECT_EQ(ENOENT, sys_end(0));
+	EXPECT_EQ(EBUSY, sys_htmm_start(getpid(), -1));
+	EXPECT_EQ(0, sys_htmm_end(0));
+	EXPECT_EQ(ENOENT, sys_htmm_end(0));
 }
 
 /* A session follows its process into the program it executes. */
@@ -416,8 +383,8 @@ TEST(session_follows_execve)
 	ASSERT_EQ(0, n) TH_LOG("execl /bin/sleep: %s", strerror(err));
 	ASSERT_EQ(0, waitpid(pid, &status, WNOHANG)) TH_LOG("sleep is not running");
 
-	EXPECT_EQ(0, sys_end(pid));
-	EXPECT_EQ(ENOENT, sys_end(pid));
+	EXPECT_EQ(0, sys_htmm_end(pid));
+	EXPECT_EQ(ENOENT, sys_htmm_end(pid));
 	status = kill_child(pid);
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
@@ -507,7 +474,7 @@ TEST(session_ends_on_secure_exec)
 	} while (n < 0 && errno == EINTR);
 	close(done[0]);
 	EXPECT_EQ(0, n);
-	EXPECT_EQ(ENOENT, sys_end(pid));
+	EXPECT_EQ(ENOENT, sys_htmm_end(pid));
 	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("the exec failed: status %#x", status);
@@ -546,11 +513,11 @@ TEST_F_TIMEOUT(cycles, start_end_cycles_do_not_leak, 600)
 		finish_sleeper(pid, wfd);
 		return;
 	}
-	ASSERT_EQ(0, sys_end(pid));
+	ASSERT_EQ(0, sys_htmm_end(pid));
 	/* Fill the caches a session uses before the first measure. */
 	for (i = 0; i < 10; i++) {
-		ASSERT_EQ(0, sys_start(pid, -1));
-		ASSERT_EQ(0, sys_end(pid));
+		ASSERT_EQ(0, sys_htmm_start(pid, -1));
+		ASSERT_EQ(0, sys_htmm_end(pid));
 	}
 	rcu_settle();
 	slab0 = meminfo_kb("Slab");
@@ -559,10 +526,10 @@ TEST_F_TIMEOUT(cycles, start_end_cycles_do_not_leak, 600)
 	ASSERT_GE(avail0, 0);
 
 	for (i = 0; i < CYCLES; i++) {
-		int err = sys_start(pid, -1);
+		int err = sys_htmm_start(pid, -1);
 
 		ASSERT_EQ(0, err) TH_LOG("cycle %d: htmm_start: %s", i, strerror(err));
-		err = sys_end(pid);
+		err = sys_htmm_end(pid);
 		ASSERT_EQ(0, err) TH_LOG("cycle %d: htmm_end: %s", i, strerror(err));
 	}
 

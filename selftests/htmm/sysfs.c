@@ -17,60 +17,15 @@
 #include <unistd.h>
 
 #include "../kselftest_harness.h"
+#include "htmm_test.h"
 
-#ifndef __NR_htmm_start
-#define __NR_htmm_start 463
-#define __NR_htmm_end 464
-#endif
-
-#define HTMM "/sys/kernel/mm/htmm"
-
-static long htmm_start(pid_t pid, int node)
-{
-	return syscall(__NR_htmm_start, pid, node, 0, 0, 0, 0) ? errno : 0;
-}
-
-static long htmm_end(pid_t pid)
-{
-	return syscall(__NR_htmm_end, pid, 0, 0, 0, 0, 0) ? errno : 0;
-}
-
-/* Write @s to @path: 0 or the errno of the write. */
-static int put(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY), err = 0;
-
-	if (fd < 0)
-		return errno;
-	if (write(fd, s, strlen(s)) < 0)
-		err = errno;
-	close(fd);
-	return err;
-}
-
-/* Read @path into @buf, without the newline: 0 or an errno. */
-static int get(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return errno;
-	buf[n] = '\0';
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-	return 0;
-}
+#define HTMM HTMM_SYSFS
 
 static long long get_ll(const char *path)
 {
 	char buf[64];
 
-	if (get(path, buf, sizeof(buf)))
+	if (read_file(path, buf, sizeof(buf)))
 		return -1;
 	return atoll(buf);
 }
@@ -80,16 +35,16 @@ TEST(source_is_listed_and_chosen)
 	char buf[256];
 
 	/* PEBS or IBS may come first on hardware; hint faults work anywhere. */
-	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
+	ASSERT_EQ(0, read_file(HTMM "/source", buf, sizeof(buf)));
 	EXPECT_EQ(0, strncmp(buf, "[auto] ", 7)) TH_LOG("source: %s", buf);
 	EXPECT_NE(NULL, strstr(buf, " hint-fault"));
-	EXPECT_EQ(EINVAL, put(HTMM "/source", "no-such-source"));
-	ASSERT_EQ(0, put(HTMM "/source", "hint-fault"));
-	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/source", "no-such-source"));
+	ASSERT_EQ(0, write_file(HTMM "/source", "hint-fault"));
+	ASSERT_EQ(0, read_file(HTMM "/source", buf, sizeof(buf)));
 	EXPECT_EQ(0, strncmp(buf, "auto ", 5)) TH_LOG("source: %s", buf);
 	EXPECT_NE(NULL, strstr(buf, " [hint-fault]"));
-	ASSERT_EQ(0, put(HTMM "/source", "auto"));
-	ASSERT_EQ(0, get(HTMM "/source", buf, sizeof(buf)));
+	ASSERT_EQ(0, write_file(HTMM "/source", "auto"));
+	ASSERT_EQ(0, read_file(HTMM "/source", buf, sizeof(buf)));
 	EXPECT_EQ(0, strncmp(buf, "[auto] ", 7));
 }
 
@@ -101,20 +56,20 @@ TEST(tunables_refuse_bad_values)
 
 	ASSERT_GT(pages, 0);
 	ASSERT_GT(quota, 0);
-	EXPECT_EQ(EINVAL, put(HTMM "/buffer_pages", "3"));
-	EXPECT_EQ(EINVAL, put(HTMM "/buffer_pages", "0"));
-	EXPECT_EQ(EINVAL, put(HTMM "/buffer_pages", "2048"));
-	EXPECT_EQ(EINVAL, put(HTMM "/cpu_quota", "0"));
-	EXPECT_EQ(EINVAL, put(HTMM "/cpu_quota", "1001"));
-	EXPECT_EQ(EINVAL, put(HTMM "/cpu_quota", "ten"));
-	EXPECT_EQ(EINVAL, put(HTMM "/hint_scan_period_ms", "1"));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/buffer_pages", "3"));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/buffer_pages", "0"));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/buffer_pages", "2048"));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/cpu_quota", "0"));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/cpu_quota", "1001"));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/cpu_quota", "ten"));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/hint_scan_period_ms", "1"));
 	EXPECT_EQ(pages, get_ll(HTMM "/buffer_pages"));
 	EXPECT_EQ(quota, get_ll(HTMM "/cpu_quota"));
 
-	EXPECT_EQ(0, put(HTMM "/buffer_pages", "32"));
+	EXPECT_EQ(0, write_file(HTMM "/buffer_pages", "32"));
 	EXPECT_EQ(32, get_ll(HTMM "/buffer_pages"));
 	snprintf(old, sizeof(old), "%lld", pages);
-	EXPECT_EQ(0, put(HTMM "/buffer_pages", old));
+	EXPECT_EQ(0, write_file(HTMM "/buffer_pages", old));
 	EXPECT_EQ(pages, get_ll(HTMM "/buffer_pages"));
 }
 
@@ -129,9 +84,9 @@ TEST(tunables_are_root_only)
 		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 			_exit(10);
 		/* Readable by anyone, writable by root only. */
-		if (get(HTMM "/cpu_quota", buf, sizeof(buf)))
+		if (read_file(HTMM "/cpu_quota", buf, sizeof(buf)))
 			_exit(11);
-		_exit(put(HTMM "/cpu_quota", "50") == EACCES ? 0 : 12);
+		_exit(write_file(HTMM "/cpu_quota", "50") == EACCES ? 0 : 12);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
@@ -170,19 +125,19 @@ TEST(session_directory_follows_the_session)
 	 * Each first touch is a sample of the hint-fault source, at a sample
 	 * period of 1: ksamplingd may have raised it, to hold its quota.
 	 */
-	ASSERT_EQ(0, put(HTMM "/source", "hint-fault"));
-	ASSERT_EQ(0, put(HTMM "/sample_period_max", "1"));
+	ASSERT_EQ(0, write_file(HTMM "/source", "hint-fault"));
+	ASSERT_EQ(0, write_file(HTMM "/sample_period_max", "1"));
 	snprintf(dir, sizeof(dir), HTMM "/sessions/%d", pid);
 	EXPECT_NE(0, access(dir, F_OK));
 
-	ASSERT_EQ(0, htmm_start(pid, -1));
-	ASSERT_EQ(0, put(HTMM "/source", "auto"));
-	ASSERT_EQ(0, put(HTMM "/sample_period_max", "0"));
+	ASSERT_EQ(0, sys_htmm_start(pid, -1));
+	ASSERT_EQ(0, write_file(HTMM "/source", "auto"));
+	ASSERT_EQ(0, write_file(HTMM "/sample_period_max", "0"));
 	ASSERT_EQ(0, access(dir, F_OK)) TH_LOG("no %s", dir);
 	snprintf(path, sizeof(path), "%s/node", dir);
 	EXPECT_EQ(0, get_ll(path));
 	snprintf(path, sizeof(path), "%s/source", dir);
-	ASSERT_EQ(0, get(path, buf, sizeof(buf)));
+	ASSERT_EQ(0, read_file(path, buf, sizeof(buf)));
 	EXPECT_STREQ("hint-fault", buf);
 	snprintf(path, sizeof(path), "%s/events", dir);
 	EXPECT_EQ(sysconf(_SC_NPROCESSORS_ONLN), get_ll(path));
@@ -204,7 +159,7 @@ TEST(session_directory_follows_the_session)
 	snprintf(path, sizeof(path), "%s/fault", dir);
 	EXPECT_GE(get_ll(path), sampled1);
 
-	ASSERT_EQ(0, htmm_end(pid));
+	ASSERT_EQ(0, sys_htmm_end(pid));
 	EXPECT_NE(0, access(dir, F_OK));
 	close(go[1]);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the htmm selftests share: the two system calls, called directly, and
+ * reading and writing sysfs files.  Each returns 0 or an errno.
+ */
+#ifndef HTMM_TEST_H
+#define HTMM_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* From the kernel's uapi headers; else x86_64's, or none (ENOSYS). */
+#ifndef __NR_htmm_start
+# ifdef __x86_64__
+#  define __NR_htmm_start 463
+# else
+#  define __NR_htmm_start -1
+# endif
+#endif
+#ifndef __NR_htmm_end
+# ifdef __x86_64__
+#  define __NR_htmm_end 464
+# else
+#  define __NR_htmm_end -1
+# endif
+#endif
+
+#define HTMM_SYSFS "/sys/kernel/mm/htmm"
+
+/*
+ * The arguments the calls do not take are passed as zeros: numbers 463 and
+ * 464 belong to other system calls from Linux 6.13 on, and these fail with
+ * EINVAL on zeros before they do anything.
+ */
+static inline int sys_htmm_start(pid_t pid, int node)
+{
+	if (syscall(__NR_htmm_start, (long)pid, (long)node, 0L, 0L, 0L, 0L))
+		return errno;
+	return 0;
+}
+
+static inline int sys_htmm_end(pid_t pid)
+{
+	if (syscall(__NR_htmm_end, (long)pid, 0L, 0L, 0L, 0L, 0L))
+		return errno;
+	return 0;
+}
+
+/* Write @s to the file @path. */
+static inline int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, s, strlen(s)) < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/* Read the file @path into @buf, without its final newline. */
+static inline int read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return errno;
+	buf[n] = '\0';
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return 0;
+}
+
+#endif /* HTMM_TEST_H */
