@@ -339,61 +339,94 @@ TEST(start_and_end_self)
 }
 
 /* A session follows its process into the program it executes. */
-TEST(session_follows_execve)
-{
-	int go[2], errp[2], err = 0, status;
-	ssize_t n;
+/*
+ * A child that, once told to, execs "@prog 5" (busybox's sleep), as uid
+ * 65534 if @as_nobody.  The parent starts a session on it in between.
+ */
+struct execer {
 	pid_t pid;
+	int go;		/* the child execs on a byte here */
+	int done;	/* end of file once it exec'd; its errno if it failed */
+};
+
+static int execer_spawn(struct execer *x, const char *prog, bool as_nobody)
+{
+	int go[2], done[2], err;
+	ssize_t n;
 	char c;
 
-	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(errp, O_CLOEXEC));
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
+	if (pipe2(go, O_CLOEXEC) || pipe2(done, O_CLOEXEC))
+		return -1;
+	x->pid = fork();
+	if (x->pid < 0)
+		return -1;
+	if (x->pid == 0) {
 		close(go[1]);
-		close(errp[0]);
+		close(done[0]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (as_nobody && (setresgid(NOBODY, NOBODY, NOBODY) ||
+				  setresuid(NOBODY, NOBODY, NOBODY)))
+			_exit(10);
 		do {
 			n = read(go[0], &c, 1);
 		} while (n < 0 && errno == EINTR);
 		if (n != 1)
-			_exit(1);
-		execl("/bin/sleep", "sleep", "5", (char *)NULL);
+			_exit(11);
+		execl(prog, "sleep", "5", (char *)NULL);
 		err = errno;
-		if (write(errp[1], &err, sizeof(err)) < 0)
-			_exit(2);
+		if (write(done[1], &err, sizeof(err)) < 0)
+			_exit(12);
 		_exit(127);
 	}
 	close(go[0]);
-	close(errp[1]);
-	if (!start_or_skip(_metadata, pid, -1)) {
-		close(go[1]);
-		close(errp[0]);
-		kill_child(pid);
+	close(done[1]);
+	x->go = go[1];
+	x->done = done[0];
+	return 0;
+}
+
+/* Let the child exec: 0 once it has, or the errno of its execl(). */
+static int execer_exec(struct execer *x)
+{
+	ssize_t n;
+	int err = 0;
+
+	if (write(x->go, "g", 1) != 1)
+		return errno;
+	close(x->go);
+	do {
+		n = read(x->done, &err, sizeof(err));
+	} while (n < 0 && errno == EINTR);
+	close(x->done);
+	return n ? (err ? err : EIO) : 0;
+}
+
+static void execer_abort(struct execer *x)
+{
+	close(x->go);
+	close(x->done);
+	kill_child(x->pid);
+}
+
+TEST(session_follows_execve)
+{
+	struct execer x;
+	int status;
+
+	ASSERT_EQ(0, execer_spawn(&x, "/bin/sleep", false));
+	if (!start_or_skip(_metadata, x.pid, -1)) {
+		execer_abort(&x);
 		return;
 	}
-	ASSERT_EQ(1, write(go[1], "g", 1));
-	close(go[1]);
-	/* End of file on the close-on-exec pipe: the exec is done. */
-	do {
-		n = read(errp[0], &err, sizeof(err));
-	} while (n < 0 && errno == EINTR);
-	close(errp[0]);
-	ASSERT_EQ(0, n) TH_LOG("execl /bin/sleep: %s", strerror(err));
-	ASSERT_EQ(0, waitpid(pid, &status, WNOHANG)) TH_LOG("sleep is not running");
+	ASSERT_EQ(0, execer_exec(&x));
+	ASSERT_EQ(0, waitpid(x.pid, &status, WNOHANG)) TH_LOG("sleep is not running");
 
-	EXPECT_EQ(0, sys_htmm_end(pid));
-	EXPECT_EQ(ENOENT, sys_htmm_end(pid));
-	status = kill_child(pid);
+	EXPECT_EQ(0, sys_htmm_end(x.pid));
+	EXPECT_EQ(ENOENT, sys_htmm_end(x.pid));
+	status = kill_child(x.pid);
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
-/*
- * Wait for a grace period, so that memory that the kernel frees after one
- * (perf events, ring buffers) is counted as free.  membarrier() global is
- * synchronize_rcu(); without it the measure is just noisier.
- */
 /* Copy @from to @to with mode @mode: 0 or an errno. */
 static int copy_file(const char *from, const char *to, mode_t mode)
 {
@@ -434,53 +467,27 @@ static int copy_file(const char *from, const char *to, mode_t mode)
 TEST(session_ends_on_secure_exec)
 {
 	const char *prog = "/tmp/htmm-noread";
-	int go[2], done[2], status;
-	ssize_t n;
-	pid_t pid;
-	char c;
+	struct execer x;
+	int status;
 
 	ASSERT_EQ(0, copy_file("/bin/busybox", prog, 0711));
-	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
-	ASSERT_EQ(0, pipe2(done, O_CLOEXEC));
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		close(go[1]);
-		close(done[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
-			_exit(10);
-		do {
-			n = read(go[0], &c, 1);
-		} while (n < 0 && errno == EINTR);
-		if (n != 1)
-			_exit(11);
-		execl(prog, "sleep", "5", (char *)NULL);
-		_exit(127);
-	}
-	close(go[0]);
-	close(done[1]);
-	if (!start_or_skip(_metadata, pid, -1)) {
-		close(go[1]);
-		close(done[0]);
-		kill_child(pid);
+	ASSERT_EQ(0, execer_spawn(&x, prog, true));
+	if (!start_or_skip(_metadata, x.pid, -1)) {
+		execer_abort(&x);
 		return;
 	}
-	ASSERT_EQ(1, write(go[1], "g", 1));
-	close(go[1]);
-	/* End of file on the close-on-exec pipe: the exec is done. */
-	do {
-		n = read(done[0], &c, 1);
-	} while (n < 0 && errno == EINTR);
-	close(done[0]);
-	EXPECT_EQ(0, n);
-	EXPECT_EQ(ENOENT, sys_htmm_end(pid));
-	kill(pid, SIGKILL);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("the exec failed: status %#x", status);
+	ASSERT_EQ(0, execer_exec(&x));
+	EXPECT_EQ(ENOENT, sys_htmm_end(x.pid));
+	status = kill_child(x.pid);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	unlink(prog);
 }
 
+/*
+ * Wait for a grace period, so that memory that the kernel frees after one
+ * (perf events, ring buffers) is counted as free.  membarrier() global is
+ * synchronize_rcu(); without it the measure is just noisier.
+ */
 static void rcu_settle(void)
 {
 	for (int i = 0; i < 2; i++)
