@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * htmm_start() and htmm_end() under fire: random arguments, and threads
+ * that start and end sessions on processes that exec and exit under them.
+ * Only documented errors may come back, and nothing may be left behind.
+ * Run on the debug kernel, KASAN, lockdep and kmemleak watch the same.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+#include "htmm_test.h"
+
+static bool start_errno_ok(int err)
+{
+	switch (err) {
+	case 0: case ESRCH: case EPERM: case EINVAL: case EBUSY: case ENODEV:
+	case ENOMEM:
+		return true;
+	}
+	return false;
+}
+
+static bool end_errno_ok(int err)
+{
+	switch (err) {
+	case 0: case ESRCH: case ENOENT: case EPERM: case EINVAL:
+		return true;
+	}
+	return false;
+}
+
+/* A child that sleeps until killed. */
+static pid_t sleeper(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Sessions left in sysfs, once the asynchronous teardowns ran (10 s). */
+static int sessions_left(void)
+{
+	int n = 0;
+
+	for (int tries = 0; tries < 100; tries++) {
+		DIR *d = opendir(HTMM_SYSFS "/sessions");
+		struct dirent *e;
+
+		if (!d)
+			return -1;
+		n = 0;
+		while ((e = readdir(d)))
+			n += e->d_name[0] != '.';
+		closedir(d);
+		if (!n)
+			break;
+		usleep(100 * 1000);
+	}
+	return n;
+}
+
+#define FUZZ_CALLS 20000
+
+TEST(fuzz_returns_only_documented_errnos)
+{
+	static const int nodes[] = { -1, 0, 1, 2, -2, 63, 64, 4096, INT_MAX, INT_MIN };
+	unsigned int seed = 12345, bad = 0, started = 0, i;
+	pid_t live = sleeper(), dead;
+
+	ASSERT_GT(live, 0);
+	dead = sleeper();
+	ASSERT_GT(dead, 0);
+	reap(dead);
+
+	for (i = 0; i < FUZZ_CALLS; i++) {
+		pid_t pids[] = { 0, -1, -2, 1, 2, live, dead, INT_MAX,
+				 (pid_t)rand_r(&seed), (pid_t)(rand_r(&seed) % 4096) };
+		pid_t pid = pids[rand_r(&seed) % (sizeof(pids) / sizeof(pids[0]))];
+		int node = nodes[rand_r(&seed) % (sizeof(nodes) / sizeof(nodes[0]))];
+		int err;
+
+		if (rand_r(&seed) & 1) {
+			err = sys_htmm_start(pid, node);
+			if (!start_errno_ok(err)) {
+				bad++;
+				TH_LOG("htmm_start(%d, %d): %s", pid, node, strerror(err));
+			}
+			if (!err)
+				started++;
+		} else {
+			err = sys_htmm_end(pid);
+			if (!end_errno_ok(err)) {
+				bad++;
+				TH_LOG("htmm_end(%d): %s", pid, strerror(err));
+			}
+		}
+	}
+	sys_htmm_end(-1);
+	reap(live);
+	TH_LOG("%d calls, %u sessions started, %u undocumented errnos",
+	       FUZZ_CALLS, started, bad);
+	EXPECT_EQ(0U, bad);
+	EXPECT_EQ(0, sessions_left());
+}
+
+/* The storm: threads start and end sessions on processes that churn. */
+struct storm {
+	_Atomic pid_t target[4];	/* sleepers, and the latest churn child */
+	atomic_bool stop;
+	atomic_uint calls, bad;
+};
+
+static void *storm_thread(void *arg)
+{
+	struct storm *st = arg;
+	unsigned int seed = (unsigned int)(uintptr_t)&seed;
+
+	while (!atomic_load(&st->stop)) {
+		pid_t pid = atomic_load(&st->target[rand_r(&seed) % 4]);
+		int err;
+
+		if (rand_r(&seed) % 3) {
+			err = sys_htmm_start(pid, -1);
+			if (!start_errno_ok(err))
+				atomic_fetch_add(&st->bad, 1);
+		} else {
+			err = sys_htmm_end(rand_r(&seed) % 8 ? pid : -1);
+			if (!end_errno_ok(err))
+				atomic_fetch_add(&st->bad, 1);
+		}
+		atomic_fetch_add(&st->calls, 1);
+	}
+	return NULL;
+}
+
+/*
+ * Children that exec, fork (the child execs) and exit, over and over: the
+ * storm's threads hit each of them at any point of its life.
+ */
+static void *churn_thread(void *arg)
+{
+	struct storm *st = arg;
+
+	while (!atomic_load(&st->stop)) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			pid_t grandchild = fork();
+
+			if (grandchild == 0)
+				execl("/bin/true", "true", (char *)NULL);
+			if (grandchild > 0)
+				waitpid(grandchild, NULL, 0);
+			execl("/bin/sleep", "sleep", "0.05", (char *)NULL);
+			_exit(127);
+		}
+		if (pid < 0)
+			continue;
+		atomic_store(&st->target[3], pid);
+		waitpid(pid, NULL, 0);
+	}
+	return NULL;
+}
+
+FIXTURE(storm) {};
+FIXTURE_SETUP(storm) {}
+FIXTURE_TEARDOWN(storm) {}
+
+TEST_F_TIMEOUT(storm, start_end_storm_on_churning_processes, 300)
+{
+	pthread_t threads[4], churn;
+	struct storm st = {};
+	pid_t sleepers[3];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		sleepers[i] = sleeper();
+		ASSERT_GT(sleepers[i], 0);
+		atomic_store(&st.target[i], sleepers[i]);
+	}
+	atomic_store(&st.target[3], sleepers[0]);
+	ASSERT_EQ(0, pthread_create(&churn, NULL, churn_thread, &st));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_create(&threads[i], NULL, storm_thread, &st));
+	sleep(5);
+	atomic_store(&st.stop, true);
+	for (i = 0; i < 4; i++)
+		pthread_join(threads[i], NULL);
+	pthread_join(churn, NULL);
+
+	sys_htmm_end(-1);
+	for (i = 0; i < 3; i++)
+		reap(sleepers[i]);
+	TH_LOG("%u calls in 5 s, %u undocumented errnos",
+	       atomic_load(&st.calls), atomic_load(&st.bad));
+	EXPECT_GT(atomic_load(&st.calls), 100U);
+	EXPECT_EQ(0U, atomic_load(&st.bad));
+	EXPECT_EQ(0, sessions_left());
+}
+
+TEST_HARNESS_MAIN
