@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -219,6 +220,82 @@ TEST_F_TIMEOUT(storm, start_end_storm_on_churning_processes, 300)
 	       atomic_load(&st.calls), atomic_load(&st.bad));
 	EXPECT_GT(atomic_load(&st.calls), 100U);
 	EXPECT_EQ(0U, atomic_load(&st.bad));
+	EXPECT_EQ(0, sessions_left());
+}
+
+static int fail_set(const char *type, const char *attr, const char *val)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/%s/%s", type, attr);
+	return write_file(path, val);
+}
+
+/*
+ * Fail the n-th allocation of htmm_start(), slab or page, for n = 1, 2, ...
+ * until a call goes through without one (/proc/thread-self/fail-nth): every
+ * allocation the call makes fails once.  Each failed call must fail cleanly,
+ * with a documented errno, and leave no session behind; kmemleak, on the
+ * debug kernel, checks that nothing leaked.
+ */
+TEST_F_TIMEOUT(storm, faults_during_start_leave_nothing_behind, 300)
+{
+	unsigned int injected = 0, bad = 0, partial = 0, n;
+	char buf[16];
+	pid_t child;
+	int fd;
+
+	if (access("/sys/kernel/debug/failslab/ignore-gfp-wait", W_OK))
+		SKIP(return, "no fault injection in this kernel (make test-debug has it)");
+	/* Sleeping allocations too, and single pages. */
+	ASSERT_EQ(0, fail_set("failslab", "ignore-gfp-wait", "N"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-wait", "N"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "min-order", "0"));
+	ASSERT_EQ(0, fail_set("failslab", "verbose", "0"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "verbose", "0"));
+	child = sleeper();
+	ASSERT_GT(child, 0);
+	fd = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+
+	for (n = 1; n <= 500; n++) {
+		int err;
+
+		snprintf(buf, sizeof(buf), "%u", n);
+		ASSERT_EQ((ssize_t)strlen(buf), pwrite(fd, buf, strlen(buf), 0));
+		err = sys_htmm_start(child, -1);
+		/* fail-nth reads 0 once the fault was injected. */
+		memset(buf, 0, sizeof(buf));
+		ASSERT_LT(0, pread(fd, buf, sizeof(buf) - 1, 0));
+		if (atoi(buf)) {
+			/* No n-th allocation: the call is past all of them. */
+			ASSERT_EQ(0, pwrite(fd, "0", 1, 0) < 0);
+			EXPECT_EQ(0, err);
+			EXPECT_EQ(0, sys_htmm_end(child));
+			break;
+		}
+		if (!err) {
+			/* A failure htmm did not depend on (a retried path). */
+			EXPECT_EQ(0, sys_htmm_end(child));
+			continue;
+		}
+		injected++;
+		if (!start_errno_ok(err) || err == EBUSY) {
+			bad++;
+			TH_LOG("allocation %u: htmm_start: %s", n, strerror(err));
+		}
+		/* No half-made session: there is nothing to end. */
+		if (sys_htmm_end(child) != ENOENT)
+			partial++;
+	}
+	close(fd);
+	reap(child);
+	TH_LOG("htmm_start makes %u failable allocations; %u failed it, %u with an undocumented errno, %u left a session",
+	       n - 1, injected, bad, partial);
+	EXPECT_GT(injected, 0U);
+	EXPECT_LT(n, 500U);
+	EXPECT_EQ(0U, bad);
+	EXPECT_EQ(0U, partial);
 	EXPECT_EQ(0, sessions_left());
 }
 
