@@ -29,12 +29,14 @@ fi
 
 echo "htmm is in this kernel. Sampling source: $(cat $HTMM/source)"
 echo
-echo "Running a workload under htmm-launch: 64 MiB in 4 KiB pages placed on"
-echo "node 1 (the slow tier), every page touched for 6 s. Each second, what"
-echo "ksamplingd made of the samples of its session"
-echo "(/sys/kernel/mm/htmm/sessions/PID/):"
+echo "Running a workload under htmm-launch: 128 MiB in 4 KiB pages placed on"
+echo "node 1 (the slow tier). Its first 16 MiB are the hot set, touched over"
+echo "and over; the other 112 MiB are touched once every 8 s. Each second,"
+echo "its session (/sys/kernel/mm/htmm/sessions/PID/): the samples, the hot"
+echo "threshold, the pages kmigraterd counted per tier and as hot, and the"
+echo "pages it moved:"
 echo
-htmm-launch -- htmm-touch -s 64M -t 6 -n 1 -H &
+htmm-launch -- htmm-touch -s 128M -w 16M -t 30 -n 1 -H &
 launcher=$!
 pid=""
 i=0
@@ -43,20 +45,25 @@ while [ -z "$pid" ] && [ $i -lt 50 ]; do
 	[ -n "$pid" ] || sleep 0.1
 	i=$((i + 1))
 done
-printf "  %4s %10s %12s %12s %8s %10s\n" "s" "samples" "fast tier" "slow tier" "lost" "ksampl.cpu"
+printf "  %3s %8s %6s %10s %10s %8s %9s %8s %7s %7s\n" "s" "samples" "thresh" \
+	"node 0 pg" "node 1 pg" "hot pg" "promoted" "demoted" "ksampl" "kmigr"
 t=0
 while [ -n "$pid" ] && [ -d "$HTMM/sessions/$pid" ]; do
 	d=$HTMM/sessions/$pid
-	printf "  %4d %10s %12s %12s %8s %9s%%\n" $t "$(cat $d/sampled 2>/dev/null)" \
-		"$(cat $d/fast 2>/dev/null)" "$(cat $d/slow 2>/dev/null)" \
-		"$(cat $d/lost 2>/dev/null)" \
-		"$(awk '{ printf "%.1f", $1 / 10 }' $HTMM/ksamplingd_cpu)"
+	printf "  %3d %8s %6s %10s %10s %8s %9s %8s %6s%% %6s%%\n" $t \
+		"$(cat $d/sampled 2>/dev/null)" "$(cat $d/hot_threshold 2>/dev/null)" \
+		"$(cat $d/pages_fast 2>/dev/null)" "$(cat $d/pages_slow 2>/dev/null)" \
+		"$(cat $d/pages_hot 2>/dev/null)" "$(cat $d/promoted 2>/dev/null)" \
+		"$(cat $d/demoted 2>/dev/null)" \
+		"$(awk '{ printf "%.1f", $1 / 10 }' $HTMM/ksamplingd_cpu)" \
+		"$(awk '{ printf "%.1f", $1 / 10 }' $HTMM/kmigraterd_cpu)"
 	sleep 1
 	t=$((t + 1))
 done
 wait $launcher
 echo
-echo "The samples found the workload's pages on node 1, the slow tier. Moving"
-echo "hot pages to node 0 is the next stage of htmm (promotion and demotion)."
+echo "The hot set (4096 pages) went up from node 1 to node 0; the pages"
+echo "touched only every 8 s stayed down, unless the fast tier had room for"
+echo "them as well (their counts cool between touches)."
 echo
 echo "=== demo done ==="

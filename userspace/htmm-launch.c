@@ -54,6 +54,7 @@ static volatile sig_atomic_t stop_signal;
 /* The /proc/vmstat counters of the summary. */
 static const char *const counters[] = {
 	"htmm_sampled", "htmm_sample_lost", "htmm_sample_throttled",
+	"htmm_promoted", "htmm_demoted",
 };
 #define NR_COUNTERS (sizeof(counters) / sizeof(counters[0]))
 
@@ -170,8 +171,46 @@ static void read_vmstat(struct vmstat *vs)
 	fclose(f);
 }
 
+/* The figures of the process's own session, as last read. */
+struct session_fig {
+	long long val[4];
+	bool seen;
+};
+
+static const char *const session_files[] = {
+	"promoted", "demoted", "pages_fast", "pages_slow",
+};
+
+/*
+ * Read the session's figures while it exists: it goes away with the
+ * process's memory, before the process can be reaped.
+ */
+static void read_session(pid_t pid, struct session_fig *fig)
+{
+	long long val[4];
+
+	for (size_t i = 0; i < 4; i++) {
+		char path[128];
+		FILE *f;
+		int ok;
+
+		snprintf(path, sizeof(path), "/sys/kernel/mm/htmm/sessions/%d/%s",
+			 (int)pid, session_files[i]);
+		f = fopen(path, "re");
+		if (!f)
+			return;
+		ok = fscanf(f, "%lld", &val[i]) == 1;
+		fclose(f);
+		if (!ok)
+			return;
+	}
+	memcpy(fig->val, val, sizeof(val));
+	fig->seen = true;
+}
+
 static void print_summary(const char *what, double seconds,
-			  const struct vmstat *before, const struct vmstat *after)
+			  const struct vmstat *before, const struct vmstat *after,
+			  const struct session_fig *fig)
 {
 	fprintf(stderr, PROG ": %s: %.3f s wall time\n", what, seconds);
 	fprintf(stderr, PROG ": system-wide htmm counters over that time "
@@ -182,6 +221,14 @@ static void print_summary(const char *what, double seconds,
 				(long long)(after->val[i] - before->val[i]));
 		else
 			fprintf(stderr, "  %-24s n/a\n", counters[i]);
+	}
+	if (fig->seen) {
+		long long fast = fig->val[2], total = fig->val[2] + fig->val[3];
+
+		fprintf(stderr, PROG ": this process: %lld pages promoted, %lld demoted; "
+			"%lld of its %lld resident pages (%.1f%%) in the fast tier "
+			"when last counted\n", fig->val[0], fig->val[1], fast, total,
+			total ? 100.0 * fast / total : 0.0);
 	}
 }
 
@@ -262,6 +309,7 @@ child_main(char **argv, int go_fd, int err_fd, const sigset_t *mask)
 static int run_command(char **argv, int node, bool quiet)
 {
 	struct vmstat before, after;
+	struct session_fig fig = { 0 };
 	struct sigaction sa;
 	sigset_t block, oldmask;
 	int go[2], errp[2], status, err, r;
@@ -346,12 +394,17 @@ static int run_command(char **argv, int node, bool quiet)
 	 * to a process that reuses the pid; then reap.
 	 */
 	for (;;) {
-		siginfo_t si;
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = 250 * 1000 * 1000 };
+		siginfo_t si = { 0 };
 
-		if (waitid(P_PID, pid, &si, WEXITED | WNOWAIT) == 0)
-			break;
-		if (errno != EINTR)
+		if (waitid(P_PID, pid, &si, WEXITED | WNOWAIT | WNOHANG) == 0) {
+			if (si.si_pid == pid)
+				break;
+		} else if (errno != EINTR) {
 			die_errno("waitid");
+		}
+		read_session(pid, &fig);
+		nanosleep(&ts, NULL);
 	}
 	t1 = now();
 	child_pid = 0;
@@ -365,7 +418,7 @@ static int run_command(char **argv, int node, bool quiet)
 
 		read_vmstat(&after);
 		snprintf(what, sizeof(what), "%s (pid %d)", argv[0], (int)pid);
-		print_summary(what, t1 - t0, &before, &after);
+		print_summary(what, t1 - t0, &before, &after, &fig);
 	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
@@ -400,6 +453,7 @@ static bool process_gone(pid_t pid)
 static int manage_pid(pid_t pid, int node, bool quiet)
 {
 	struct vmstat before, after;
+	struct session_fig fig = { 0 };
 	struct sigaction sa;
 	sigset_t block, waitmask;
 	int pidfd = -1;
@@ -451,7 +505,11 @@ static int manage_pid(pid_t pid, int node, bool quiet)
 	while (!stop_signal) {
 		if (pidfd >= 0) {
 			struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-			int r = ppoll(&pfd, 1, NULL, &waitmask);
+			struct timespec ts = { .tv_sec = 0, .tv_nsec = 250 * 1000 * 1000 };
+			int r;
+
+			read_session(pid, &fig);
+			r = ppoll(&pfd, 1, &ts, &waitmask);
 
 			if (r < 0 && errno != EINTR) {
 				/* Carry on with the other way. */
@@ -464,6 +522,7 @@ static int manage_pid(pid_t pid, int node, bool quiet)
 		} else {
 			struct timespec ts = { .tv_sec = 0, .tv_nsec = 200 * 1000 * 1000 };
 
+			read_session(pid, &fig);
 			if (process_gone(pid)) {
 				exited = true;
 				break;
@@ -488,7 +547,7 @@ static int manage_pid(pid_t pid, int node, bool quiet)
 		read_vmstat(&after);
 		snprintf(what, sizeof(what), "pid %d %s", (int)pid,
 			 exited ? "exited" : "no longer managed");
-		print_summary(what, t1 - t0, &before, &after);
+		print_summary(what, t1 - t0, &before, &after, &fig);
 	}
 	return 0;
 }

@@ -3,9 +3,10 @@
  * htmm-touch: a memory workload for trying htmm.  It maps a buffer, places
  * its first touch on a node if asked, then writes one byte of every page in
  * turn until the time is up, and reports how many pages it touched per
- * second.
+ * second.  With a hot set, it touches the pages of the hot set over and
+ * over, and the rest of the buffer once every eight seconds.
  *
- *   htmm-touch [-s SIZE] [-t SECONDS] [-n NODE] [-H] [-v]
+ *   htmm-touch [-s SIZE] [-w HOTSIZE] [-t SECONDS] [-n NODE] [-H] [-v]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,8 +26,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: htmm-touch [-s SIZE] [-t SECONDS] [-n NODE] [-H] [-v]\n"
+		"usage: htmm-touch [-s SIZE] [-w HOTSIZE] [-t SECONDS] [-n NODE] [-H] [-v]\n"
 		"  -s, --size SIZE     buffer size, with K, M or G (default 128M)\n"
+		"  -w, --hot SIZE      touch only the first SIZE over and over, and the\n"
+		"                      rest every 8 s (default: all of it, over and over)\n"
 		"  -t, --time SECONDS  how long to touch it (default 5)\n"
 		"  -n, --node NODE     place the first touch on NODE, then drop the policy\n"
 		"  -H, --no-thp        base pages only, no transparent huge pages\n"
@@ -69,6 +72,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "size", required_argument, NULL, 's' },
+		{ "hot", required_argument, NULL, 'w' },
 		{ "time", required_argument, NULL, 't' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "no-thp", no_argument, NULL, 'H' },
@@ -78,7 +82,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	size_t size = 128UL << 20, psize = sysconf(_SC_PAGESIZE);
-	double seconds = 5, t0, t1, next, last_t;
+	size_t hot = 0;
+	double seconds = 5, t0, t1, next, last_t, cold_t;
 	unsigned long long touched = 0, last = 0;
 	bool verbose = false, no_thp = false;
 	long node = -1;
@@ -86,11 +91,17 @@ int main(int argc, char **argv)
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:t:n:HvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:w:t:n:HvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (!parse_size(optarg, &size)) {
 				fprintf(stderr, "htmm-touch: bad size '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'w':
+			if (!parse_size(optarg, &hot)) {
+				fprintf(stderr, "htmm-touch: bad hot size '%s'\n", optarg);
 				return 2;
 			}
 			break;
@@ -130,6 +141,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (!hot || hot > size)
+		hot = size;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
@@ -159,10 +172,17 @@ int main(int argc, char **argv)
 	t0 = now();
 	next = t0 + 1;
 	last_t = t0;
+	cold_t = t0;
 	for (t1 = t0; t1 - t0 < seconds; t1 = now()) {
-		for (size_t off = 0; off < size; off += psize)
+		for (size_t off = 0; off < hot; off += psize)
 			p[off]++;
-		touched += size / psize;
+		touched += hot / psize;
+		if (hot < size && t1 - cold_t >= 8) {
+			for (size_t off = hot; off < size; off += psize)
+				p[off]++;
+			touched += (size - hot) / psize;
+			cold_t = t1;
+		}
 		if (verbose && t1 >= next) {
 			printf("htmm-touch: %.0f s: %.0f pages/s\n", t1 - t0,
 			       (touched - last) / (t1 - last_t));

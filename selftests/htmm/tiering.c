@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Hot pages up, cold pages down: the placement of a managed process's
+ * pages, read back with move_pages(2), after kmigraterd acted on what
+ * ksamplingd sampled.  Node 0 is the fast tier, node 1 the slow one.
+ *
+ * Every buffer carries a pattern that is checked after the migrations: a
+ * page that moved must hold what it held.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+#include "htmm_test.h"
+
+#define MB (1UL << 20)
+#define PAGE 4096UL
+#define HUGE (2 * MB)
+#define FAST 0
+#define SLOW 1
+
+/* From <numaif.h>, which the guest has no library for. */
+#define MPOL_DEFAULT 0
+#define MPOL_BIND 2
+
+static long long vmstat(const char *name)
+{
+	char key[64];
+	long long v;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2) {
+		if (!strcmp(key, name)) {
+			fclose(f);
+			return v;
+		}
+	}
+	fclose(f);
+	return -1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Whether the guest has the two tiers these tests need. */
+static int have_tiers(void)
+{
+	return !access("/sys/devices/system/node/node1/meminfo", F_OK) &&
+	       !access(HTMM_SYSFS, F_OK);
+}
+
+/* Bind [p, p + len) to @node, or (node < 0) take the policy away. */
+static int bind_to(void *p, size_t len, int node)
+{
+	unsigned long mask = node < 0 ? 0 : 1UL << node;
+
+	if (syscall(SYS_mbind, p, len, node < 0 ? MPOL_DEFAULT : MPOL_BIND,
+		    node < 0 ? NULL : &mask, node < 0 ? 0 : 64, 0))
+		return errno;
+	return 0;
+}
+
+/* Pages of [p, p + len) on @node, out of the @resident ones. */
+static long pages_on(void *p, size_t len, int node, long *resident)
+{
+	enum { BATCH = 1024 };
+	void *pages[BATCH];
+	int status[BATCH];
+	long on = 0, res = 0;
+
+	for (size_t off = 0; off < len; off += BATCH * PAGE) {
+		size_t n = (len - off) / PAGE;
+
+		if (n > BATCH)
+			n = BATCH;
+		for (size_t i = 0; i < n; i++)
+			pages[i] = (char *)p + off + i * PAGE;
+		if (syscall(SYS_move_pages, 0, n, pages, NULL, status, 0))
+			return -errno;
+		for (size_t i = 0; i < n; i++) {
+			res += status[i] >= 0;
+			on += status[i] == node;
+		}
+	}
+	if (resident)
+		*resident = res;
+	return on;
+}
+
+/* Fill [p, p + len) with a pattern that depends on each word's place. */
+static void fill(void *p, size_t len, uint64_t seed)
+{
+	uint64_t *w = p;
+
+	for (size_t i = 0; i < len / 8; i++)
+		w[i] = (i * 0x9e3779b97f4a7c15ULL) ^ seed;
+}
+
+/* The offset of the first word that lost its pattern, or -1. */
+static long check(const void *p, size_t len, uint64_t seed)
+{
+	const uint64_t *w = p;
+
+	for (size_t i = 0; i < len / 8; i++)
+		if (w[i] != ((i * 0x9e3779b97f4a7c15ULL) ^ seed))
+			return i * 8;
+	return -1;
+}
+
+/* Read one word of every page of [p, p + len). */
+static uint64_t read_pages(const void *p, size_t len)
+{
+	const volatile uint64_t *w = p;
+	uint64_t sum = 0;
+
+	for (size_t off = 0; off < len; off += PAGE)
+		sum += w[off / 8];
+	return sum;
+}
+
+static char *session_file(pid_t pid, const char *name)
+{
+	static char path[128];
+
+	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d/%s", pid, name);
+	return path;
+}
+
+static long long session_stat(pid_t pid, const char *name)
+{
+	char buf[256];
+
+	if (read_file(session_file(pid, name), buf, sizeof(buf)))
+		return -1;
+	return atoll(buf);
+}
+
+/* An anonymous buffer first touched on @node, its policy taken away. */
+static void *buffer_on(size_t len, int node, int advice)
+{
+	void *p = mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	/* Aligned, so that huge pages can back all of it. */
+	a = (char *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
+	if (madvise(a, len, advice) || bind_to(a, len, node))
+		return NULL;
+	fill(a, len, (uintptr_t)a);
+	if (bind_to(a, len, -1))
+		return NULL;
+	return a;
+}
+
+/* The tunables a test changes, put back after it. */
+struct saved {
+	char budget[32];
+};
+
+FIXTURE(tiering) {
+	struct saved saved;
+};
+
+FIXTURE_SETUP(tiering)
+{
+	if (!have_tiers())
+		SKIP(return, "needs node 1 (a slow tier) and htmm");
+	ASSERT_EQ(0, read_file(HTMM_SYSFS "/fast_budget_mb", self->saved.budget,
+			       sizeof(self->saved.budget)));
+}
+
+FIXTURE_TEARDOWN(tiering)
+{
+	sys_htmm_end(0);
+	if (self->saved.budget[0])
+		write_file(HTMM_SYSFS "/fast_budget_mb", self->saved.budget);
+}
+
+/*
+ * A 128 MiB buffer on the slow node, of which 16 MiB are read over and
+ * over and the rest every few seconds: the hot 16 MiB go up to node 0.
+ */
+TEST_F_TIMEOUT(tiering, hot_set_is_promoted, 300)
+{
+	const size_t len = 128 * MB, hot_len = 16 * MB;
+	const size_t hot_pages = hot_len / PAGE, cold_pages = (len - hot_len) / PAGE;
+	long long promoted = vmstat("htmm_promoted"), moved;
+	double start, t90 = -1, last_cold = 0;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	char *hot;
+	long on, cold_fast;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_LE(0, promoted);
+	/* The hot set: in the middle of the buffer. */
+	hot = buf + 56 * MB;
+	ASSERT_EQ(len / PAGE, pages_on(buf, len, SLOW, NULL));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < 120) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(hot, hot_len);
+		if (now_s() - last_cold >= 8) {
+			read_pages(buf, len);
+			last_cold = now_s();
+		}
+		on = pages_on(hot, hot_len, FAST, NULL);
+		ASSERT_LE(0, on);
+		if (on * 10 >= (long)hot_pages * 9) {
+			t90 = now_s() - start;
+			break;
+		}
+	}
+	on = pages_on(hot, hot_len, FAST, NULL);
+	cold_fast = pages_on(buf, len, FAST, NULL) - on;
+	moved = vmstat("htmm_promoted") - promoted;
+	TH_LOG("hot set: %ld of %zu pages on node 0 after %.1f s; cold part: %ld of %zu (%.1f%%) on node 0; htmm_promoted +%lld",
+	       on, hot_pages, t90, cold_fast, cold_pages,
+	       100.0 * cold_fast / cold_pages, moved);
+	ASSERT_LE(0, t90) TH_LOG("90%% of the hot set never reached node 0");
+	ASSERT_GE(moved, (long long)hot_pages * 9 / 10);
+	ASSERT_LT(0, session_stat(getpid(), "promoted"));
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
+ * A 128 MiB buffer on the fast node, with a fast-tier budget of 32 MiB:
+ * its cold pages go down to node 1 until the session fits the budget, while
+ * its 16 MiB hot set stays up (or comes back).
+ */
+TEST_F_TIMEOUT(tiering, cold_pages_are_demoted_over_budget, 300)
+{
+	const size_t len = 128 * MB, hot_len = 16 * MB, budget = 32 * MB;
+	long long demoted = vmstat("htmm_demoted"), moved;
+	char *buf = buffer_on(len, FAST, MADV_NOHUGEPAGE);
+	double start, done = -1;
+	long fast = 0, hot_fast = 0;
+	char *hot;
+
+	ASSERT_NE(NULL, buf);
+	hot = buf;
+	ASSERT_EQ(len / PAGE, pages_on(buf, len, FAST, NULL));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "32"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < 120) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(hot, hot_len);
+		fast = pages_on(buf, len, FAST, NULL);
+		hot_fast = pages_on(hot, hot_len, FAST, NULL);
+		if (fast * PAGE <= budget && hot_fast * 10 >= (long)(hot_len / PAGE) * 9) {
+			done = now_s() - start;
+			break;
+		}
+	}
+	moved = vmstat("htmm_demoted") - demoted;
+	TH_LOG("after %.1f s: %ld pages of the buffer on node 0 (budget %zu), %ld of the hot set; htmm_demoted +%lld",
+	       now_s() - start, fast, budget / PAGE, hot_fast, moved);
+	ASSERT_LE(0, done);
+	ASSERT_GE(moved, (long long)((len - budget) / PAGE));
+	ASSERT_LT(0, session_stat(getpid(), "demoted"));
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/* Kilobytes of AnonHugePages in this process. */
+static long anon_huge_kb(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* Huge pages are promoted whole: they stay huge on the fast node. */
+TEST_F_TIMEOUT(tiering, huge_pages_are_promoted_whole, 300)
+{
+	const size_t len = 32 * MB;
+	char thp[64] = "";
+	long long thp_moved = vmstat("thp_migration_success");
+	char *buf;
+	double start;
+	long on = 0, huge_kb;
+
+	if (read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp,
+		      sizeof(thp)) || strstr(thp, "[never]"))
+		SKIP(return, "transparent huge pages are off: %s", thp);
+	buf = buffer_on(len, SLOW, MADV_HUGEPAGE);
+	ASSERT_NE(NULL, buf);
+	huge_kb = anon_huge_kb();
+	if (huge_kb < (long)(len / 1024))
+		SKIP(return, "the buffer got %ld kB of huge pages, not %zu", huge_kb,
+		     len / 1024);
+	ASSERT_LE(0, thp_moved);
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < 120) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(buf, len);
+		on = pages_on(buf, len, FAST, NULL);
+		if (on * 10 >= (long)(len / PAGE) * 9)
+			break;
+	}
+	huge_kb = anon_huge_kb();
+	TH_LOG("%ld of %zu pages on node 0 after %.1f s; thp_migration_success +%lld; %ld kB huge",
+	       on, len / PAGE, now_s() - start,
+	       vmstat("thp_migration_success") - thp_moved, huge_kb);
+	ASSERT_GE(on * 10, (long)(len / PAGE) * 9);
+	ASSERT_GE(vmstat("thp_migration_success") - thp_moved,
+		  (long long)(len / HUGE) * 9 / 10);
+	/* Still huge: moved as huge pages, not split. */
+	ASSERT_GE(huge_kb, (long)(len / 1024) * 9 / 10);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
+ * A process killed while its pages are being promoted: its session goes
+ * away with it, and the kernel reports nothing (the runner reads the
+ * console for warnings, and on debug kernels for leaks).
+ */
+TEST_F_TIMEOUT(tiering, exit_during_migration, 300)
+{
+	const size_t len = 64 * MB;
+	pid_t pid = fork();
+	double start;
+	int status;
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+
+		if (!buf || sys_htmm_start(0, FAST))
+			_exit(1);
+		for (;;)
+			read_pages(buf, len);
+	}
+
+	/* Kill it once kmigraterd has started moving its pages. */
+	start = now_s();
+	while (session_stat(pid, "promoted") <= 0 && now_s() - start < 120)
+		usleep(100000);
+	ASSERT_LT(0, session_stat(pid, "promoted"))
+		TH_LOG("no page of the child was promoted");
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status));
+
+	/* Its session is gone, and its pid too. */
+	start = now_s();
+	while (!access(session_file(pid, ""), F_OK) && now_s() - start < 10)
+		usleep(100000);
+	ASSERT_NE(0, access(session_file(pid, ""), F_OK));
+	ASSERT_EQ(ESRCH, sys_htmm_end(pid));
+}
+
+TEST_HARNESS_MAIN
