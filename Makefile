@@ -30,7 +30,7 @@ DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 
 space := $(subst ,, )
 
-.PHONY: bench-sampling test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
+.PHONY: bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
 	userspace initramfs test demo shell clean distclean deps-check
 
 help:
@@ -41,6 +41,7 @@ help:
 	@echo "  make test-debug  the same on a KASAN/lockdep/kmemleak kernel"
 	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
 	@echo "  make bench-sampling  figures of the sampling pipeline in the guest"
+	@echo "  make bench-tiering   figures of promotion: time to 90%, throughput, cpu"
 	@echo "  make deps        install the Debian packages the project needs (root)"
 	@echo "  make kernel      unpack linux-source-6.12, apply patches/, build bzImage"
 	@echo "  make patches     regenerate patches/ from the commits in build/linux"
@@ -124,6 +125,14 @@ bench-sampling: deps-check
 	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
 		--append "htmm_bench_args=$(subst $(space),:,$(BENCH_ARGS))" \
 		--log $(BUILD)/guest-bench.log
+
+# Figures of promotion: make bench-tiering TIERING_ARGS="128M 16M 30"
+TIERING_ARGS ?= 128M 16M 30
+bench-tiering: deps-check
+	@$(MAKE) -s initramfs
+	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
+		--append "htmm_bench=tiering htmm_bench_args=$(subst $(space),:,$(TIERING_ARGS))" \
+		--log $(BUILD)/guest-bench-tiering.log
 
 shell: deps-check
 	@$(MAKE) -s initramfs

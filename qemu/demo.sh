@@ -45,13 +45,14 @@ while [ -z "$pid" ] && [ $i -lt 50 ]; do
 	[ -n "$pid" ] || sleep 0.1
 	i=$((i + 1))
 done
-printf "  %3s %8s %6s %10s %10s %8s %9s %8s %7s %7s\n" "s" "samples" "thresh" \
-	"node 0 pg" "node 1 pg" "hot pg" "promoted" "demoted" "ksampl" "kmigr"
+printf "  %3s %8s %6s %6s %10s %10s %8s %9s %8s %7s %7s\n" "s" "samples" "period" \
+	"thresh" "node 0 pg" "node 1 pg" "hot pg" "promoted" "demoted" "ksampl" "kmigr"
 t=0
 while [ -n "$pid" ] && [ -d "$HTMM/sessions/$pid" ]; do
 	d=$HTMM/sessions/$pid
-	printf "  %3d %8s %6s %10s %10s %8s %9s %8s %6s%% %6s%%\n" $t \
-		"$(cat $d/sampled 2>/dev/null)" "$(cat $d/hot_threshold 2>/dev/null)" \
+	printf "  %3d %8s %6s %6s %10s %10s %8s %9s %8s %6s%% %6s%%\n" $t \
+		"$(cat $d/sampled 2>/dev/null)" "$(cat $HTMM/sample_period)" \
+		"$(cat $d/hot_threshold 2>/dev/null)" \
 		"$(cat $d/pages_fast 2>/dev/null)" "$(cat $d/pages_slow 2>/dev/null)" \
 		"$(cat $d/pages_hot 2>/dev/null)" "$(cat $d/promoted 2>/dev/null)" \
 		"$(cat $d/demoted 2>/dev/null)" \

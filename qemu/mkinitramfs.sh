@@ -45,6 +45,7 @@ chmod 755 "$root/usr/bin/timeout"
 install -m 755 "$here/init" "$root/init"
 install -m 755 "$here/demo.sh" "$root/usr/share/htmm/demo.sh"
 install -m 755 "$here/bench-sampling.sh" "$root/usr/share/htmm/bench-sampling.sh"
+install -m 755 "$here/bench-tiering.sh" "$root/usr/share/htmm/bench-tiering.sh"
 cp -a "$kst/." "$root/kselftest/"
 if [ -d "$usr" ]; then
 	find "$usr" -maxdepth 1 -type f -perm -u+x -exec cp {} "$root/usr/bin/" \;

@@ -33,7 +33,8 @@ static void usage(FILE *f)
 		"  -t, --time SECONDS  how long to touch it (default 5)\n"
 		"  -n, --node NODE     place the first touch on NODE, then drop the policy\n"
 		"  -H, --no-thp        base pages only, no transparent huge pages\n"
-		"  -v, --verbose       print the rate every second\n"
+		"  -v, --verbose       print every second the rate, and the share of the\n"
+		"                      hot set and of the rest that is on node 0\n"
 		"  -h, --help          this help\n"
 		"  -V, --version       the version\n");
 }
@@ -58,6 +59,33 @@ static bool parse_size(const char *s, size_t *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+/*
+ * The share of [p, p + len) on @node, from one page in @step, read with
+ * move_pages(2); -1 if it cannot be read.
+ */
+static double share_on(volatile char *p, size_t len, size_t psize, size_t step,
+		       int node)
+{
+	enum { BATCH = 512 };
+	void *pages[BATCH];
+	int status[BATCH];
+	size_t n = 0, on = 0, all = 0;
+
+	for (size_t off = 0; off < len; off += psize * step) {
+		pages[n++] = (char *)p + off;
+		if (n == BATCH || off + psize * step >= len) {
+			if (syscall(SYS_move_pages, 0, n, pages, NULL, status, 0))
+				return -1;
+			for (size_t i = 0; i < n; i++) {
+				all += status[i] >= 0;
+				on += status[i] == node;
+			}
+			n = 0;
+		}
+	}
+	return all ? 100.0 * on / all : 0;
 }
 
 static double now(void)
@@ -184,8 +212,16 @@ int main(int argc, char **argv)
 			cold_t = t1;
 		}
 		if (verbose && t1 >= next) {
-			printf("htmm-touch: %.0f s: %.0f pages/s\n", t1 - t0,
+			printf("htmm-touch: %.0f s: %.0f pages/s", t1 - t0,
 			       (touched - last) / (t1 - last_t));
+			/* Every page of the hot set, one in 16 of the rest. */
+			printf(", hot set %.1f%% on node 0",
+			       share_on(p, hot, psize, 1, 0));
+			if (hot < size)
+				printf(", rest %.1f%%",
+				       share_on(p + hot, size - hot, psize, 16, 0));
+			printf("\n");
+			fflush(stdout);
 			last = touched;
 			last_t = t1;
 			next += 1;

@@ -174,6 +174,7 @@ static void *buffer_on(size_t len, int node, int advice)
 /* The tunables a test changes, put back after it. */
 struct saved {
 	char budget[32];
+	char quota[32];
 };
 
 FIXTURE(tiering) {
@@ -186,6 +187,14 @@ FIXTURE_SETUP(tiering)
 		SKIP(return, "needs node 1 (a slow tier) and htmm");
 	ASSERT_EQ(0, read_file(HTMM_SYSFS "/fast_budget_mb", self->saved.budget,
 			       sizeof(self->saved.budget)));
+	ASSERT_EQ(0, read_file(HTMM_SYSFS "/cpu_quota", self->saved.quota,
+			       sizeof(self->saved.quota)));
+	/*
+	 * These tests are about where pages go, not about ksamplingd's
+	 * cost: give it a fifth of a cpu, so that a slow (debug) kernel
+	 * stretches the scan no more than the plain one does.
+	 */
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/cpu_quota", "200"));
 }
 
 FIXTURE_TEARDOWN(tiering)
@@ -193,6 +202,27 @@ FIXTURE_TEARDOWN(tiering)
 	sys_htmm_end(0);
 	if (self->saved.budget[0])
 		write_file(HTMM_SYSFS "/fast_budget_mb", self->saved.budget);
+	if (self->saved.quota[0])
+		write_file(HTMM_SYSFS "/cpu_quota", self->saved.quota);
+}
+
+/* Log what the session of this process did, for the record. */
+static void log_session(struct __test_metadata *_metadata)
+{
+	char period[32] = "", hist[256] = "";
+	pid_t pid = getpid();
+
+	read_file(HTMM_SYSFS "/sample_period", period, sizeof(period));
+	read_file(session_file(pid, "histogram"), hist, sizeof(hist));
+	TH_LOG("session: %lld samples (%lld lost, %lld throttled, %lld unmapped), period %s, threshold %lld, histogram [%s], %lld promoted (%lld failed), %lld demoted, %lld skipped, %lld dropped, no room %lld times",
+	       session_stat(pid, "sampled"), session_stat(pid, "lost"),
+	       session_stat(pid, "throttled"), session_stat(pid, "unmapped"),
+	       period,
+	       session_stat(pid, "hot_threshold"), hist,
+	       session_stat(pid, "promoted"), session_stat(pid, "promote_failed"),
+	       session_stat(pid, "demoted"),
+	       session_stat(pid, "skipped"), session_stat(pid, "dropped"),
+	       session_stat(pid, "no_room"));
 }
 
 /*
@@ -213,7 +243,7 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, 300)
 	ASSERT_LE(0, promoted);
 	/* The hot set: in the middle of the buffer. */
 	hot = buf + 56 * MB;
-	ASSERT_EQ(len / PAGE, pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
@@ -228,6 +258,14 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, 300)
 		}
 		on = pages_on(hot, hot_len, FAST, NULL);
 		ASSERT_LE(0, on);
+		{
+			char period[32] = "";
+
+			read_file(HTMM_SYSFS "/sample_period", period, sizeof(period));
+			TH_LOG("%.1f s: %lld samples, %lld lost, period %s, %ld hot pages up",
+			       now_s() - start, session_stat(getpid(), "sampled"),
+			       session_stat(getpid(), "lost"), period, on);
+		}
 		if (on * 10 >= (long)hot_pages * 9) {
 			t90 = now_s() - start;
 			break;
@@ -236,6 +274,7 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, 300)
 	on = pages_on(hot, hot_len, FAST, NULL);
 	cold_fast = pages_on(buf, len, FAST, NULL) - on;
 	moved = vmstat("htmm_promoted") - promoted;
+	log_session(_metadata);
 	TH_LOG("hot set: %ld of %zu pages on node 0 after %.1f s; cold part: %ld of %zu (%.1f%%) on node 0; htmm_promoted +%lld",
 	       on, hot_pages, t90, cold_fast, cold_pages,
 	       100.0 * cold_fast / cold_pages, moved);
@@ -262,7 +301,7 @@ TEST_F_TIMEOUT(tiering, cold_pages_are_demoted_over_budget, 300)
 
 	ASSERT_NE(NULL, buf);
 	hot = buf;
-	ASSERT_EQ(len / PAGE, pages_on(buf, len, FAST, NULL));
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, FAST, NULL));
 	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "32"));
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
@@ -280,6 +319,7 @@ TEST_F_TIMEOUT(tiering, cold_pages_are_demoted_over_budget, 300)
 		}
 	}
 	moved = vmstat("htmm_demoted") - demoted;
+	log_session(_metadata);
 	TH_LOG("after %.1f s: %ld pages of the buffer on node 0 (budget %zu), %ld of the hot set; htmm_demoted +%lld",
 	       now_s() - start, fast, budget / PAGE, hot_fast, moved);
 	ASSERT_LE(0, done);
@@ -338,6 +378,7 @@ TEST_F_TIMEOUT(tiering, huge_pages_are_promoted_whole, 300)
 			break;
 	}
 	huge_kb = anon_huge_kb();
+	log_session(_metadata);
 	TH_LOG("%ld of %zu pages on node 0 after %.1f s; thp_migration_success +%lld; %ld kB huge",
 	       on, len / PAGE, now_s() - start,
 	       vmstat("thp_migration_success") - thp_moved, huge_kb);
@@ -388,6 +429,115 @@ TEST_F_TIMEOUT(tiering, exit_during_migration, 300)
 		usleep(100000);
 	ASSERT_NE(0, access(session_file(pid, ""), F_OK));
 	ASSERT_EQ(ESRCH, sys_htmm_end(pid));
+}
+
+/*
+ * Pages another process maps too (here a forked child's copy-on-write
+ * view) stay where they are, as migrate_pages(2) leaves them without
+ * MPOL_MF_MOVE_ALL; the hint-fault source does not even arm them, as NUMA
+ * balancing does not.  Once the child is gone they are the process's own,
+ * and go up.
+ */
+TEST_F_TIMEOUT(tiering, shared_pages_stay_until_unshared, 300)
+{
+	const size_t len = 16 * MB;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	int pipefd[2], status;
+	double start;
+	long on;
+	pid_t pid;
+	char c;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* Keep the pages mapped, read only, until told to go. */
+		close(pipefd[1]);
+		read_pages(buf, len);
+		_exit(read(pipefd[0], &c, 1) < 0);
+	}
+	close(pipefd[0]);
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < 10)
+		read_pages(buf, len);
+	on = pages_on(buf, len, FAST, NULL);
+	log_session(_metadata);
+	TH_LOG("shared: %ld of %zu pages on node 0 after 10 s", on, len / PAGE);
+	ASSERT_EQ(0, on);
+	ASSERT_EQ(0, session_stat(getpid(), "promoted"));
+
+	/* The child goes: the pages are no longer shared. */
+	close(pipefd[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	start = now_s();
+	while (now_s() - start < 120) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(buf, len);
+		on = pages_on(buf, len, FAST, NULL);
+		if (on * 10 >= (long)(len / PAGE) * 9)
+			break;
+	}
+	log_session(_metadata);
+	TH_LOG("unshared: %ld of %zu pages on node 0 after %.1f s", on,
+	       len / PAGE, now_s() - start);
+	ASSERT_GE(on * 10, (long)(len / PAGE) * 9);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+static long vm_locked_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* mlock()ed pages move safely: up, intact, and still locked. */
+TEST_F_TIMEOUT(tiering, locked_pages_move_safely, 300)
+{
+	const size_t len = 16 * MB;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	double start;
+	long on = 0;
+
+	ASSERT_NE(NULL, buf);
+	if (mlock(buf, len))
+		SKIP(return, "mlock: %s", strerror(errno));
+	ASSERT_LE((long)(len / 1024), vm_locked_kb());
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < 120) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(buf, len);
+		on = pages_on(buf, len, FAST, NULL);
+		if (on * 10 >= (long)(len / PAGE) * 9)
+			break;
+	}
+	log_session(_metadata);
+	TH_LOG("%ld of %zu locked pages on node 0 after %.1f s", on, len / PAGE,
+	       now_s() - start);
+	ASSERT_GE(on * 10, (long)(len / PAGE) * 9);
+	ASSERT_LE((long)(len / 1024), vm_locked_kb());
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
 TEST_HARNESS_MAIN
