@@ -37,7 +37,7 @@ if [ -z "$kmd" ] || [ -z "$ksd" ] || [ ! -d $HTMM ]; then
 fi
 
 echo "== htmm-launch -- htmm-touch -H -s $size -w $hot -t $secs -n 1 -v"
-echo "   (source: $(sed 's/.*\[\(.*\)\].*/\1/' $HTMM/source), cooling $(cat $HTMM/cooling_period_ms) ms," \
+echo "   (source: $(cat $HTMM/source), cooling $(cat $HTMM/cooling_period_ms) ms," \
 	"rate limit $(cat $HTMM/promote_rate_mb) MiB/s)"
 p0=$(vmstat htmm_promoted); d0=$(vmstat htmm_demoted)
 m0=$(cpu_ns "$kmd"); s0=$(cpu_ns "$ksd"); t0=$(now_ns)

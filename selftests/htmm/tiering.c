@@ -249,6 +249,7 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, 300)
 	start = now_s();
 	while (now_s() - start < 120) {
 		double t = now_s();
+		char period[32] = "";
 
 		while (now_s() - t < 1)
 			read_pages(hot, hot_len);
@@ -257,15 +258,11 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, 300)
 			last_cold = now_s();
 		}
 		on = pages_on(hot, hot_len, FAST, NULL);
+		read_file(HTMM_SYSFS "/sample_period", period, sizeof(period));
+		TH_LOG("%.1f s: %lld samples, %lld lost, period %s, %ld hot pages up",
+		       now_s() - start, session_stat(getpid(), "sampled"),
+		       session_stat(getpid(), "lost"), period, on);
 		ASSERT_LE(0, on);
-		{
-			char period[32] = "";
-
-			read_file(HTMM_SYSFS "/sample_period", period, sizeof(period));
-			TH_LOG("%.1f s: %lld samples, %lld lost, period %s, %ld hot pages up",
-			       now_s() - start, session_stat(getpid(), "sampled"),
-			       session_stat(getpid(), "lost"), period, on);
-		}
 		if (on * 10 >= (long)hot_pages * 9) {
 			t90 = now_s() - start;
 			break;
@@ -536,6 +533,90 @@ TEST_F_TIMEOUT(tiering, locked_pages_move_safely, 300)
 	       now_s() - start);
 	ASSERT_GE(on * 10, (long)(len / PAGE) * 9);
 	ASSERT_LE((long)(len / 1024), vm_locked_kb());
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+static int fail_set(const char *type, const char *attr, const char *val)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/%s/%s", type, attr);
+	return write_file(path, val);
+}
+
+/* The pid of the kernel thread named @comm, or -1. */
+static pid_t kthread_pid(const char *comm)
+{
+	char path[64], name[32];
+
+	for (pid_t pid = 2; pid < 1000; pid++) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		if (!read_file(path, name, sizeof(name)) && !strcmp(name, comm))
+			return pid;
+	}
+	return -1;
+}
+
+/*
+ * Half of kmigraterd's page allocations fail (fail_page_alloc, for it
+ * alone): its promotions fail cleanly, the pages stay where they were and
+ * intact, and once the faults stop they go up.  On the debug kernel only,
+ * where kmemleak then checks that nothing leaked.
+ */
+TEST_F_TIMEOUT(tiering, failed_allocations_during_promotion, 300)
+{
+	const size_t len = 32 * MB;
+	char *buf, path[64];
+	pid_t kmd = kthread_pid("kmigraterd");
+	long long failed;
+	double start;
+	long on = 0;
+
+	if (access("/sys/kernel/debug/fail_page_alloc/task-filter", W_OK))
+		SKIP(return, "no fault injection in this kernel (make test-debug has it)");
+	ASSERT_LT(0, kmd);
+	buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	ASSERT_NE(NULL, buf);
+
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "task-filter", "Y"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-wait", "N"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-highmem", "N"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "min-order", "0"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "verbose", "0"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "interval", "1"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "times", "-1"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "probability", "50"));
+	snprintf(path, sizeof(path), "/proc/%d/make-it-fail", kmd);
+	ASSERT_EQ(0, write_file(path, "1"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (session_stat(getpid(), "promote_failed") <= 0 && now_s() - start < 60)
+		read_pages(buf, len);
+	failed = session_stat(getpid(), "promote_failed");
+
+	ASSERT_EQ(0, write_file(path, "0"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "probability", "0"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "task-filter", "N"));
+	log_session(_metadata);
+	ASSERT_LT(0, failed) TH_LOG("no promotion failed");
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+
+	start = now_s();
+	while (now_s() - start < 120) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(buf, len);
+		on = pages_on(buf, len, FAST, NULL);
+		if (on * 10 >= (long)(len / PAGE) * 9)
+			break;
+	}
+	log_session(_metadata);
+	TH_LOG("%lld pages failed to move under fault injection; then %ld of %zu up after %.1f s",
+	       failed, on, len / PAGE, now_s() - start);
+	ASSERT_GE(on * 10, (long)(len / PAGE) * 9);
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
