@@ -50,12 +50,11 @@ printf "  %3s %8s %6s %6s %10s %10s %8s %9s %8s %7s %7s\n" "s" "samples" "period
 t=0
 while [ -n "$pid" ] && [ -d "$HTMM/sessions/$pid" ]; do
 	d=$HTMM/sessions/$pid
-	printf "  %3d %8s %6s %6s %10s %10s %8s %9s %8s %6s%% %6s%%\n" $t \
-		"$(cat $d/sampled 2>/dev/null)" "$(cat $HTMM/sample_period)" \
-		"$(cat $d/hot_threshold 2>/dev/null)" \
-		"$(cat $d/pages_fast 2>/dev/null)" "$(cat $d/pages_slow 2>/dev/null)" \
-		"$(cat $d/pages_hot 2>/dev/null)" "$(cat $d/promoted 2>/dev/null)" \
-		"$(cat $d/demoted 2>/dev/null)" \
+	row=$(cat $d/sampled $HTMM/sample_period $d/hot_threshold $d/pages_fast \
+		$d/pages_slow $d/pages_hot $d/promoted $d/demoted 2>/dev/null | tr '\n' ' ')
+	# The session may end between two reads: print whole rows only.
+	[ $(echo $row | wc -w) -eq 8 ] || break
+	printf "  %3d %8s %6s %6s %10s %10s %8s %9s %8s %6s%% %6s%%\n" $t $row \
 		"$(awk '{ printf "%.1f", $1 / 10 }' $HTMM/ksamplingd_cpu)" \
 		"$(awk '{ printf "%.1f", $1 / 10 }' $HTMM/kmigraterd_cpu)"
 	sleep 1

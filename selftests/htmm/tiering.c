@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 
 /* From <numaif.h>, which the guest has no library for. */
 #define MPOL_DEFAULT 0
+#define MPOL_PREFERRED 1
 #define MPOL_BIND 2
 
 static long long vmstat(const char *name)
@@ -617,6 +619,143 @@ TEST_F_TIMEOUT(tiering, failed_allocations_during_promotion, 300)
 	TH_LOG("%lld pages failed to move under fault injection; then %ld of %zu up after %.1f s",
 	       failed, on, len / PAGE, now_s() - start);
 	ASSERT_GE(on * 10, (long)(len / PAGE) * 9);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/* A field of @node's meminfo, in kB, or -1. */
+static long node_meminfo_kb(int node, const char *field)
+{
+	char path[64], line[256], name[64];
+	long kb = -1, v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", node);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Node %*d %63[^:]: %ld kB", name, &v) == 2 &&
+		    !strcmp(name, field)) {
+			kb = v;
+			break;
+		}
+	fclose(f);
+	return kb;
+}
+
+static long node_free_kb(int node)
+{
+	return node_meminfo_kb(node, "MemFree");
+}
+
+static long node_total_kb(int node)
+{
+	return node_meminfo_kb(node, "MemTotal");
+}
+
+/* The sum of the high watermarks of @node's zones, in kB, or -1. */
+static long node_high_kb(int node)
+{
+	FILE *f = fopen("/proc/zoneinfo", "r");
+	char line[256];
+	long pages = 0, v;
+	int n, in = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d, zone", &n) == 1)
+			in = n == node;
+		else if (in && sscanf(line, " high %ld", &v) == 1)
+			pages += v;
+	}
+	fclose(f);
+	return pages * (PAGE / 1024);
+}
+
+/*
+ * Node 0 nearly full (another process holds all but twice the watermark
+ * and 16 MiB) while 64 MiB of hot pages wait on node 1: kmigraterd
+ * promotes no further than the watermark (demote_watermark, 2% of the
+ * node, or the zones' high watermarks), does not trade pages back and
+ * forth at it, nothing is OOM-killed, the guest keeps answering, and the
+ * data stays intact.
+ */
+TEST_F_TIMEOUT(tiering, fast_node_full_promotes_within_watermark, 300)
+{
+	const size_t len = 64 * MB;
+	long long ooms = vmstat("oom_kill");
+	long free_kb = node_free_kb(FAST), min_free = LONG_MAX, on = 0, wm_kb;
+	double start, slowest = 0;
+	int status, pipefd[2];
+	char *buf, c;
+	pid_t hog;
+
+	ASSERT_LT(0, free_kb);
+	ASSERT_LE(0, ooms);
+	wm_kb = node_total_kb(FAST) * 2 / 100;
+	if (node_high_kb(FAST) > wm_kb)
+		wm_kb = node_high_kb(FAST);
+	ASSERT_EQ(0, pipe(pipefd));
+	hog = fork();
+	ASSERT_LE(0, hog);
+	if (!hog) {
+		size_t hog_len = (free_kb - 2 * wm_kb - 16 * 1024) * 1024UL;
+		unsigned long mask = 1UL << FAST;
+		char *h = mmap(NULL, hog_len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		close(pipefd[0]);
+		/* Preferred, not bound: past the node, not an OOM kill. */
+		if (h == MAP_FAILED ||
+		    syscall(SYS_mbind, h, hog_len, MPOL_PREFERRED, &mask, 64, 0))
+			_exit(1);
+		memset(h, 1, hog_len);
+		/* Held, filled, until the parent is done. */
+		if (write(pipefd[1], "r", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(1, read(pipefd[0], &c, 1));
+	/* After the fork: pages shared with the hog would never move. */
+	buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	ASSERT_NE(NULL, buf);
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < 20) {
+		double t = now_s();
+		long kb;
+
+		while (now_s() - t < 1)
+			read_pages(buf, len);
+		if (now_s() - t > slowest)
+			slowest = now_s() - t;
+		kb = node_free_kb(FAST);
+		if (kb >= 0 && kb < min_free)
+			min_free = kb;
+	}
+	on = pages_on(buf, len, FAST, NULL);
+	log_session(_metadata);
+	TH_LOG("node 0: %ld kB free before the hog, at least %ld kB during (watermark %ld kB); %ld of %zu hot pages up; slowest second %.2f s",
+	       free_kb, min_free, wm_kb, on, len / PAGE, slowest);
+	ASSERT_EQ(0, kill(hog, 0)) TH_LOG("the hog is gone");
+	kill(hog, SIGKILL);
+	ASSERT_EQ(hog, waitpid(hog, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	EXPECT_EQ(ooms, vmstat("oom_kill"));
+	/* Promotion went up to the watermark, and stopped there. */
+	EXPECT_LT(0, on);
+	EXPECT_LT(on, (long)(len / PAGE));
+	/* Whatever else allocated, htmm did not take the node below it. */
+	EXPECT_GE(min_free, wm_kb / 2);
+	/* Equally hot pages do not trade places at the watermark. */
+	EXPECT_LE(session_stat(getpid(), "demoted") * 4,
+		  session_stat(getpid(), "promoted"));
+	EXPECT_LT(slowest, 5.0);
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
