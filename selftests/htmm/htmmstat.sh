@@ -1,0 +1,78 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# htmmstat, as a user runs it: one line per interval, of one session or of
+# the system, JSON for scripts, the histogram, and clear errors.
+
+n=0
+failed=0
+
+if ! command -v htmmstat >/dev/null || ! command -v htmm-touch >/dev/null; then
+	echo "1..0 # SKIP htmmstat or htmm-touch is not installed"
+	exit 4
+fi
+
+echo "TAP version 13"
+echo "1..6"
+
+result() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		failed=1
+	fi
+}
+
+# A managed workload: 32 MiB on node 1, 8 MiB of it hot, for 8 s.
+htmm-launch -q -- htmm-touch -s 32M -w 8M -t 8 -n 1 -H >/dev/null &
+launcher=$!
+pid=""
+i=0
+while [ -z "$pid" ] && [ $i -lt 50 ]; do
+	pid=$(ls /sys/kernel/mm/htmm/sessions 2>/dev/null | head -n 1)
+	[ -n "$pid" ] || sleep 0.1
+	i=$((i + 1))
+done
+
+# Three JSON lines for the session, each with its figures, samples coming.
+htmmstat -p "$pid" --json 1 3 >/tmp/htmmstat.json 2>/tmp/htmmstat.err
+rc=$?
+lines=$(grep -c '^{"pid":'"$pid"',' /tmp/htmmstat.json)
+keys=$(grep -c '"sampled_per_s":[0-9.]*,.*"promoted_per_s":[0-9.]*,.*"pages_fast":[0-9]*,"pages_slow":[0-9]*,"fast_pct":[0-9.]*,"pages_hot":[0-9]*,"hot_threshold":[0-9]*,"ksamplingd_cpu_pct":[0-9.]*,"kmigraterd_cpu_pct":[0-9.]*}$' /tmp/htmmstat.json)
+[ "$rc" = 0 ] && [ "$lines" = 3 ] && [ "$keys" = 3 ]
+result $? "json_has_a_line_per_interval # rc $rc, $lines lines, $keys whole"
+
+# The workload is sampled: some line shows samples, and pages were counted.
+grep -q '"sampled_per_s":[1-9]' /tmp/htmmstat.json &&
+	grep -q '"pages_slow":[1-9]\|"pages_fast":[1-9]' /tmp/htmmstat.json
+result $? "json_shows_the_samples_and_pages # $(tail -n 1 /tmp/htmmstat.json)"
+
+# The text view: a header, then a line per interval, the histogram after.
+htmmstat -p "$pid" --histogram -n 2 1 >/tmp/htmmstat.txt 2>&1
+rc=$?
+[ "$rc" = 0 ] && [ "$(grep -c '^ *samples ' /tmp/htmmstat.txt)" = 2 ] &&
+	grep -q 'access counts' /tmp/htmmstat.txt && grep -Eq '^ +(1|2-3|4-7) +[0-9]+' /tmp/htmmstat.txt
+result $? "text_view_with_histogram # rc $rc: $(tr '\n' '|' </tmp/htmmstat.txt | cut -c1-300)"
+
+# System-wide: at least this session.
+htmmstat --json 1 1 >/tmp/htmmstat.sys 2>&1
+grep -q '"pid":0,"sessions":[1-9]' /tmp/htmmstat.sys
+result $? "system_view_counts_the_sessions # $(cat /tmp/htmmstat.sys)"
+
+wait $launcher
+
+# No session for the pid: an error that says so, exit 1.
+htmmstat -p "$pid" 1 1 >/dev/null 2>/tmp/htmmstat.err
+rc=$?
+[ "$rc" = 1 ] && grep -q "no htmm session for pid $pid" /tmp/htmmstat.err
+result $? "missing_session_is_an_error # rc $rc: $(cat /tmp/htmmstat.err)"
+
+# Bad arguments: exit 2, with the usage.
+htmmstat -p abc >/dev/null 2>/tmp/htmmstat.err
+rc=$?
+[ "$rc" = 2 ] && grep -q "bad pid" /tmp/htmmstat.err
+result $? "bad_arguments_are_refused # rc $rc"
+
+exit $failed
