@@ -755,7 +755,8 @@ TEST_F_TIMEOUT(tiering, fast_node_full_promotes_within_watermark, 300)
 	/* Equally hot pages do not trade places at the watermark. */
 	EXPECT_LE(session_stat(getpid(), "demoted") * 4,
 		  session_stat(getpid(), "promoted"));
-	EXPECT_LT(slowest, 5.0);
+	/* Responsive: a debug (KASAN) kernel is several times slower. */
+	EXPECT_LT(slowest, getenv("HTMM_DEBUG_KERNEL") ? 15.0 : 5.0);
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
