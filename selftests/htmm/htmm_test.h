@@ -8,9 +8,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* From the kernel's uapi headers; else x86_64's, or none (ENOSYS). */
@@ -79,6 +84,52 @@ static inline int read_file(const char *path, char *buf, size_t size)
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
 	return 0;
+}
+
+/* A counter of /proc/vmstat, or -1. */
+static inline long long vmstat(const char *name)
+{
+	char key[64];
+	long long v;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2) {
+		if (!strcmp(key, name)) {
+			fclose(f);
+			return v;
+		}
+	}
+	fclose(f);
+	return -1;
+}
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A child that sleeps until killed, or until its parent dies. */
+static inline pid_t sleeper(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static inline void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
 
 #endif /* HTMM_TEST_H */

@@ -26,33 +26,6 @@
 #define EVENT TRACING "/events/htmm/htmm_sample/enable"
 #define MB (1UL << 20)
 
-/* A counter of /proc/vmstat, or -1. */
-static long long vmstat(const char *name)
-{
-	char key[64];
-	long long v;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", key, &v) == 2) {
-		if (!strcmp(key, name)) {
-			fclose(f);
-			return v;
-		}
-	}
-	fclose(f);
-	return -1;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Touch every page of [p, p + len) until @seconds have passed. */
 static unsigned long touch_for(volatile char *p, size_t len, double seconds)
 {

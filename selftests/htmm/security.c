@@ -23,24 +23,6 @@
 #define NOBODY 65534
 #define PARANOID "/proc/sys/kernel/perf_event_paranoid"
 
-/* A child of root's that sleeps until killed. */
-static pid_t root_sleeper(void)
-{
-	pid_t pid = fork();
-
-	if (!pid) {
-		for (;;)
-			pause();
-	}
-	return pid;
-}
-
-static void reap(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 /*
  * Run @fn(@arg) in a child as nobody; its exit status: 0 for success, 100
  * if it could not become nobody, else what @fn returned.
@@ -90,7 +72,7 @@ static int end_others(long pid)
 /* Root's session: nobody can neither end it nor start another on it. */
 TEST(nobody_cannot_touch_roots_session)
 {
-	pid_t pid = root_sleeper();
+	pid_t pid = sleeper();
 	char path[128];
 	int rc;
 
@@ -207,7 +189,7 @@ static int no_addresses(long pid)
 
 TEST(session_files_show_no_addresses)
 {
-	pid_t pid = root_sleeper();
+	pid_t pid = sleeper();
 	int rc;
 
 	ASSERT_LT(0, pid);

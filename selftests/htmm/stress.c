@@ -43,25 +43,6 @@ static bool end_errno_ok(int err)
 	return false;
 }
 
-/* A child that sleeps until killed. */
-static pid_t sleeper(void)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		for (;;)
-			pause();
-	}
-	return pid;
-}
-
-static void reap(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 /* Sessions left in sysfs, once the asynchronous teardowns ran (10 s). */
 static int sessions_left(void)
 {

@@ -35,32 +35,6 @@
 #define MPOL_PREFERRED 1
 #define MPOL_BIND 2
 
-static long long vmstat(const char *name)
-{
-	char key[64];
-	long long v;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", key, &v) == 2) {
-		if (!strcmp(key, name)) {
-			fclose(f);
-			return v;
-		}
-	}
-	fclose(f);
-	return -1;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Whether the guest has the two tiers these tests need. */
 static int have_tiers(void)
 {
@@ -135,6 +109,27 @@ static uint64_t read_pages(const void *p, size_t len)
 	for (size_t off = 0; off < len; off += PAGE)
 		sum += w[off / 8];
 	return sum;
+}
+
+/*
+ * Read every page of [p, p + len), a second at a time, until 90% of its
+ * pages are on the fast node or @seconds passed; the pages there.
+ */
+static long read_until_up(const char *p, size_t len, double seconds)
+{
+	double start = now_s();
+	long on = 0;
+
+	while (now_s() - start < seconds) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(p, len);
+		on = pages_on((void *)p, len, FAST, NULL);
+		if (on * 10 >= (long)(len / PAGE) * 9)
+			break;
+	}
+	return on;
 }
 
 static char *session_file(pid_t pid, const char *name)
@@ -367,15 +362,7 @@ TEST_F_TIMEOUT(tiering, huge_pages_are_promoted_whole, 300)
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
-	while (now_s() - start < 120) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(buf, len);
-		on = pages_on(buf, len, FAST, NULL);
-		if (on * 10 >= (long)(len / PAGE) * 9)
-			break;
-	}
+	on = read_until_up(buf, len, 120);
 	huge_kb = anon_huge_kb();
 	log_session(_metadata);
 	TH_LOG("%ld of %zu pages on node 0 after %.1f s; thp_migration_success +%lld; %ld kB huge",
@@ -474,15 +461,7 @@ TEST_F_TIMEOUT(tiering, shared_pages_stay_until_unshared, 300)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 	start = now_s();
-	while (now_s() - start < 120) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(buf, len);
-		on = pages_on(buf, len, FAST, NULL);
-		if (on * 10 >= (long)(len / PAGE) * 9)
-			break;
-	}
+	on = read_until_up(buf, len, 120);
 	log_session(_metadata);
 	TH_LOG("unshared: %ld of %zu pages on node 0 after %.1f s", on,
 	       len / PAGE, now_s() - start);
@@ -521,15 +500,7 @@ TEST_F_TIMEOUT(tiering, locked_pages_move_safely, 300)
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
-	while (now_s() - start < 120) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(buf, len);
-		on = pages_on(buf, len, FAST, NULL);
-		if (on * 10 >= (long)(len / PAGE) * 9)
-			break;
-	}
+	on = read_until_up(buf, len, 120);
 	log_session(_metadata);
 	TH_LOG("%ld of %zu locked pages on node 0 after %.1f s", on, len / PAGE,
 	       now_s() - start);
@@ -606,15 +577,7 @@ TEST_F_TIMEOUT(tiering, failed_allocations_during_promotion, 300)
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 
 	start = now_s();
-	while (now_s() - start < 120) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(buf, len);
-		on = pages_on(buf, len, FAST, NULL);
-		if (on * 10 >= (long)(len / PAGE) * 9)
-			break;
-	}
+	on = read_until_up(buf, len, 120);
 	log_session(_metadata);
 	TH_LOG("%lld pages failed to move under fault injection; then %ld of %zu up after %.1f s",
 	       failed, on, len / PAGE, now_s() - start);
