@@ -40,8 +40,17 @@ class Tally:
         return f"{c[tp.PASS]} passed, {c[tp.FAIL]} failed, {c[tp.SKIP]} skipped"
 
 
-def host_tests(tally):
-    """The runner's own log reading, on the host."""
+HOST_TESTS = os.path.join(HERE, "host-tests")
+
+
+def host_tests(tally, userspace):
+    """The runner's own log reading, then the scripts in qemu/host-tests/.
+
+    Each executable there runs on the host with HTMM_USERSPACE set to the
+    directory of the built tools and prints TAP (a plan, then one line per
+    test); a script that fails to report a test it planned, or exits
+    non-zero, fails.
+    """
     for fn in test_tapparse.ALL:
         name = fn.__name__[len("test_"):]
         try:
@@ -49,6 +58,42 @@ def host_tests(tally):
             tally.add("host", tp.Result(f"runner.{name}", tp.PASS))
         except Exception as e:  # an assertion or a crash: both fail
             tally.add("host", tp.Result(f"runner.{name}", tp.FAIL, f"{type(e).__name__}: {e}"))
+
+    if not os.path.isdir(HOST_TESTS):
+        return
+    env = dict(os.environ, HTMM_USERSPACE=os.path.abspath(userspace))
+    for script in sorted(os.listdir(HOST_TESTS)):
+        path = os.path.join(HOST_TESTS, script)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue
+        suite = os.path.splitext(script)[0]
+        try:
+            p = subprocess.run([path], env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=600, text=True, errors="replace")
+            out, rc = p.stdout, p.returncode
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout or ""
+            out = out if isinstance(out, str) else out.decode(errors="replace")
+            rc = 124
+        sys.stdout.write("".join(f"# {line}\n" for line in out.splitlines()
+                                 if line.startswith("#")))
+        results = tp.parse_kselftest(f"TAP version 13\n1..1\n{_as_subtests(out)}"
+                                     f"ok 1 selftests: host: {suite}\n")
+        leaves = [r for r in results if r.name != f"host:{suite}"]
+        for r in leaves:
+            tally.add("host", tp.Result(r.name[len("host:"):], r.status, r.note))
+        if not leaves:
+            tally.add("host", tp.Result(suite, tp.FAIL, "reported no test"))
+        if rc != 0:
+            tally.add("host", tp.Result(f"{suite} exit status", tp.FAIL,
+                                        f"exited {rc}" + (" (timed out)" if rc == 124 else "")))
+
+
+def _as_subtests(out):
+    """Indent a script's TAP as the subtests of one kselftest binary."""
+    return "".join(f"# {line}\n" for line in out.splitlines()
+                   if not line.startswith("TAP version"))
 
 
 def guest_tests(args, tally):
@@ -147,12 +192,14 @@ def main():
     ap.add_argument("--append", default="")
     ap.add_argument("--debug", action="store_true",
                     help="a debug kernel: require KASAN, lockdep and kmemleak, and a clean scan")
+    ap.add_argument("--userspace", default=os.path.join(HERE, "..", "build", "userspace"),
+                    help="the directory of the built tools, for the host tests")
     ap.add_argument("--host-only", action="store_true",
                     help="run only the host-side tests")
     args = ap.parse_args()
 
     tally = Tally()
-    host_tests(tally)
+    host_tests(tally, args.userspace)
     if not args.host_only:
         guest_tests(args, tally)
     print(tally.summary(), flush=True)
