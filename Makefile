@@ -30,8 +30,8 @@ DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 
 space := $(subst ,, )
 
-.PHONY: bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
-	userspace initramfs test demo shell clean distclean deps-check
+.PHONY: bench bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
+	userspace install initramfs test demo shell clean distclean deps-check
 
 help:
 	@echo "htmm: hot pages in the fast memory tier"
@@ -40,6 +40,7 @@ help:
 	@echo "  make test        build everything, boot the guest, run all tests"
 	@echo "  make test-debug  the same on a KASAN/lockdep/kmemleak kernel"
 	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
+	@echo "  make bench       htmm against NUMA-balancing tiering and DAMON (bench-results/)"
 	@echo "  make bench-sampling  figures of the sampling pipeline in the guest"
 	@echo "  make bench-tiering   figures of promotion: time to 90%, throughput, cpu"
 	@echo "  make deps        install the Debian packages the project needs (root)"
@@ -48,6 +49,8 @@ help:
 	@echo "  make checkpatch  run checkpatch.pl --strict on every patch"
 	@echo "  make check-series  build the kernel at every patch of the series"
 	@echo "  make kernel-reset  drop commits in build/linux that are not in patches/"
+	@echo "  make install     build and install the tools, libhtmm and the man pages"
+	@echo "                   (PREFIX=/usr/local, DESTDIR= for staging)"
 	@echo "  make clean       remove build outputs but keep the kernel tree"
 	@echo "  make distclean   remove build/ entirely"
 
@@ -97,6 +100,13 @@ userspace:
 		$(MAKE) -s -C $(TOP)/userspace O=$(BUILD)/userspace \
 			UAPI_INCLUDE=$(KOBJ)/usr/include; fi
 
+# The tools, libhtmm, <htmm.h> and the man pages, under $(DESTDIR)$(PREFIX).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+install: userspace
+	@$(MAKE) -s -C $(TOP)/userspace O=$(BUILD)/userspace \
+		UAPI_INCLUDE=$(KOBJ)/usr/include PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) install
+
 initramfs: selftests userspace
 	@$(NEED) busybox cpio gzip
 	@bash $(TOP)/qemu/mkinitramfs.sh $(INITRAMFS) $(KST_OUT) $(BUILD)/userspace
@@ -133,6 +143,30 @@ bench-tiering: deps-check
 	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
 		--append "htmm_bench=tiering htmm_bench_args=$(subst $(space),:,$(TIERING_ARGS))" \
 		--log $(BUILD)/guest-bench-tiering.log
+
+# The tiering benchmark: every workload under no tiering, NUMA-balancing
+# tiering, DAMON and htmm, in one boot, with node 0 smaller than the buffer.
+# make bench [BENCH_COMPARE="SIZE HOTSIZE SECONDS [WORKLOADS [SYSTEMS]]"]
+BENCH_FAST_MEM ?= 512M
+BENCH_SLOW_MEM ?= 1536M
+BENCH_COMPARE  ?= 768M 64M 40
+BENCH_OUT      ?= $(TOP)/bench-results
+bench: deps-check
+	@$(MAKE) -s initramfs
+	@$(NEED) gnuplot
+	@bash $(TOP)/qemu/boot.sh --kernel $(BZIMAGE) --initrd $(INITRAMFS) \
+		--fast-mem $(BENCH_FAST_MEM) --slow-mem $(BENCH_SLOW_MEM) --cpus $(CPUS) \
+		--mode bench --timeout 3600 --tap $(BUILD)/bench-compare.raw \
+		--append "htmm_bench=compare htmm_bench_args=$(subst $(space),:,$(BENCH_COMPARE))" \
+		--log $(BUILD)/guest-bench-compare.log
+	@rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
+	@cp $(BUILD)/bench-compare.raw $(BENCH_OUT)/raw.txt
+	@{ echo "commit $$(git -C $(TOP) rev-parse HEAD 2>/dev/null || echo unknown)$$(git -C $(TOP) \
+		diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"; \
+	   echo "kernel $$(git -C $(KSRC) rev-parse HEAD 2>/dev/null || echo unknown)"; \
+	   echo "guest node 0 $(BENCH_FAST_MEM), node 1 $(BENCH_SLOW_MEM), $(CPUS) cpus"; \
+	   echo "args $(BENCH_COMPARE)"; } > $(BENCH_OUT)/commit.txt
+	@python3 $(TOP)/qemu/bench-report.py $(BENCH_OUT)/raw.txt $(BENCH_OUT)
 
 shell: deps-check
 	@$(MAKE) -s initramfs
