@@ -8,26 +8,37 @@
  *
  * How it goes:
  *
- *  - Events: one per online CPU and per target thread (the command's
- *    child, or every thread of PID), with inherit=1 so that threads and
- *    processes created later are followed.  The kernel refuses to mmap an
- *    inherited event that is not bound to a CPU, so each CPU's events are
- *    redirected (PERF_EVENT_IOC_SET_OUTPUT) into one ring per CPU.
+ *  - Events: one per CPU and per target thread (the command's child, or
+ *    every thread of PID), with inherit=1 so that threads and processes
+ *    created later are followed; the CPUs are the online ones, or for a
+ *    PMU event those of the PMU's sysfs cpus (or cpumask) file, since a
+ *    hybrid CPU's cpu_core PMU cannot count on its other cores.  The
+ *    kernel refuses to mmap an inherited event that is not bound to a
+ *    CPU, so each CPU's events are redirected (PERF_EVENT_IOC_SET_OUTPUT)
+ *    into one ring per CPU.
  *  - Rings: read by libhtmm's perf_rb reader, with the protocol of
  *    tools/lib/perf (acquire data_head, release data_tail, records that
  *    wrap copied out); LOST, LOST_SAMPLES and THROTTLE records are counted.
- *  - Symbols: a process may be gone when the report is made, its
+ *  - Mappings: a process may be gone when the report is made, its
  *    /proc/PID/maps with it, so its mappings are tracked: a snapshot of
- *    /proc/PID/maps for -p, then the MMAP2, FORK and COMM(exec) records.
- *    The rings are read one after the other, so those records come out of
- *    time order; they are kept, sorted by their time (sample_id_all), and
- *    replayed at the end into the address spaces of each process: one
- *    from its fork() (a copy of its parent's) or from the start, and one
- *    more from each exec().  Samples are counted by (pid, address) with
- *    the time of the last one, and named in the address space their
- *    process had then; libdwfl is given its mappings in /proc/PID/maps
- *    form (dwfl_linux_proc_maps_report) and names the functions: no ELF
- *    is parsed here.
+ *    /proc/PID/maps for -p (taken once the events are on, so that nothing
+ *    mapped meanwhile is missed), then the MMAP2, FORK and COMM(exec)
+ *    records.  The rings are read one after the other, so those records
+ *    come out of time order; they are queued, and replayed in the order of
+ *    their time (CLOCK_MONOTONIC, sample_id_all) into the address spaces
+ *    of each process: one from its fork() (a copy of its parent's) or from
+ *    the start, and one more from each exec().  As perf does per round,
+ *    the queue is replayed and freed up to a time that every ring has been
+ *    read past (less SB_SLACK_NS, for a record stamped before it was
+ *    written), so that its memory does not grow with the run.
+ *  - Symbols: samples are counted by (pid, address) with the time of the
+ *    last one, and named in the address space their process had then.
+ *    The samples are grouped by address space, and each group is named
+ *    with one libdwfl session, ended before the next, so that the files
+ *    it opens are never those of every process at once: the runs of each
+ *    file's mappings are reported as modules (dwfl_report_module, as
+ *    dwfl_linux_proc_maps_report does), and libdwfl names the functions:
+ *    no ELF is parsed here.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -48,6 +59,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -78,6 +90,18 @@
 #define DRAIN_BUDGET		4096
 /* Rounds over the rings per wake-up before signals and clock are seen to. */
 #define DRAIN_ROUNDS		16
+/*
+ * How long before it is in its ring a side-band record may be stamped:
+ * the records stamped before the time every ring was last found empty,
+ * less this, are all read.  The kernel stamps a record and writes it with
+ * preemption off, within microseconds; one later than this is counted
+ * (sb.late), and said.
+ */
+#define SB_SLACK_NS		100000000ULL
+/* The side-band records queued before the queue is replayed. */
+#define SB_QUEUE_MIN		4096
+/* At -d, how long the command has after SIGTERM before SIGKILL. */
+#define KILL_GRACE_S		1.0
 /* Wake up when a ring is this share full. */
 #define WAKEUP_SHARE		4
 /* Re-reads of /proc/PID/task while new threads keep showing up. */
@@ -102,8 +126,12 @@
 #define BASE_SAMPLE_TYPE						\
 	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |		\
 	 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
-#define MEM_SAMPLE_TYPE							\
-	(PERF_SAMPLE_ADDR | PERF_SAMPLE_WEIGHT | PERF_SAMPLE_DATA_SRC)
+/*
+ * The data address only: DATA_SRC would need a mem-loads-aux group leader
+ * on some Intel CPUs (Sapphire Rapids, hybrids), and neither it nor the
+ * WEIGHT is reported.
+ */
+#define MEM_SAMPLE_TYPE		PERF_SAMPLE_ADDR
 
 /* ------------------------------------------------------------------ */
 /* Events                                                              */
@@ -139,9 +167,9 @@ static const struct event_def events[] = {
 	{ "task-clock", EV_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, CLOCK_PERIOD_NS,
 	  0, true, "ns", "ns", "task time, with callchains" },
 	{ "mem-loads", EV_PMU_ALIAS, 0, PEBS_PERIOD,
-	  MEM_SAMPLE_TYPE, false, "load", "loads", "loads, with address and latency (Intel PEBS)" },
+	  MEM_SAMPLE_TYPE, false, "load", "loads", "loads, with their data address (Intel PEBS)" },
 	{ "mem-stores", EV_PMU_ALIAS, 0, PEBS_PERIOD,
-	  MEM_SAMPLE_TYPE, false, "store", "stores", "stores, with address (Intel PEBS)" },
+	  MEM_SAMPLE_TYPE, false, "store", "stores", "stores, with their data address (Intel PEBS)" },
 	{ "ibs-op", EV_IBS_OP, 0, IBS_PERIOD,
 	  MEM_SAMPLE_TYPE, false, "cycle", "cycles", "micro-ops, with data address (AMD IBS)" },
 };
@@ -215,6 +243,15 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CLOCK_MONOTONIC in ns: the clock of the records' times (use_clockid). */
+static uint64_t clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 /* A whole number in a file (a sysctl, a PMU type), or -1 with errno. */
@@ -543,8 +580,6 @@ static int read_proc_maps(pid_t pid, struct maps *ms)
 struct gen {
 	uint64_t start;		/* when it began: 0, a fork(), an exec() */
 	struct maps maps;
-	Dwfl *dwfl;		/* made on first use */
-	bool dwfl_tried;
 };
 
 struct proc {
@@ -608,18 +643,24 @@ static const struct gen *gen_at(const struct proc *p, uint64_t t)
 	return i ? &p->gens[i - 1] : NULL;
 }
 
+/* The address space of pid at time t, or NULL. */
+static const struct gen *find_gen(const struct procs *ps, pid_t pid, uint64_t t)
+{
+	const struct proc *p = proc_find(ps, pid);
+
+	return p ? gen_at(p, t) : NULL;
+}
+
 static void procs_free(struct procs *ps)
 {
 	for (size_t i = 0; i < ps->nr; i++) {
-		for (size_t j = 0; j < ps->p[i].nr_gens; j++) {
+		for (size_t j = 0; j < ps->p[i].nr_gens; j++)
 			free(ps->p[i].gens[j].maps.m);
-			if (ps->p[i].gens[j].dwfl)
-				dwfl_end(ps->p[i].gens[j].dwfl);
-		}
 		free(ps->p[i].gens);
 	}
 	free(ps->p);
 	htab_free(&ps->idx);
+	memset(ps, 0, sizeof(*ps));
 }
 
 enum sb_kind { SB_MMAP, SB_FORK, SB_EXEC };
@@ -627,15 +668,20 @@ enum sb_kind { SB_MMAP, SB_FORK, SB_EXEC };
 /* A side-band record, parsed, to be replayed in time order. */
 struct sb_event {
 	uint64_t time;
-	size_t seq;		/* order of reading, for equal times */
+	uint64_t seq;		/* order of reading, for equal times */
 	enum sb_kind kind;
 	pid_t pid, ppid;
 	struct map map;		/* SB_MMAP */
 };
 
+/* The side-band records read and not replayed yet. */
 struct sideband {
 	struct sb_event *e;
 	size_t nr, cap;
+	size_t replay_at;	/* replay when nr reaches it */
+	uint64_t seq;		/* records queued so far */
+	uint64_t done;		/* the records before this time are replayed */
+	uint64_t late;		/* records that came after that */
 	uint64_t malformed;	/* records too short for what they tell */
 };
 
@@ -660,12 +706,15 @@ static struct sb_event *sb_add(struct sideband *sb, enum sb_kind kind,
 	struct sb_event *e;
 
 	GROW(sb->e, sb->nr, sb->cap);
-	e = &sb->e[sb->nr];
+	e = &sb->e[sb->nr++];
 	memset(e, 0, sizeof(*e));
 	e->kind = kind;
 	e->time = time;
 	e->pid = pid;
-	e->seq = sb->nr++;
+	e->seq = sb->seq++;
+	/* Replayed late, out of its order: see SB_SLACK_NS. */
+	if (time < sb->done)
+		sb->late++;
 	return e;
 }
 
@@ -687,14 +736,9 @@ static bool sb_mmap2(struct sideband *sb, uint64_t type,
 	e = sb_add(sb, SB_MMAP, id.time, b.pid);
 	e->map = (struct map) {
 		.start = b.addr, .end = b.addr + b.len, .pgoff = b.pgoff,
+		.maj = b.maj, .min = b.min, .ino = b.ino,
 		.prot = b.prot, .flags = b.flags, .name = map_name(name),
 	};
-	/* With a build id in their place, there is no device nor inode. */
-	if (!(rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
-		e->map.maj = b.maj;
-		e->map.min = b.min;
-		e->map.ino = b.ino;
-	}
 	return true;
 }
 
@@ -750,27 +794,44 @@ static void replay_fork(struct procs *ps, const struct sb_event *e)
 		maps_copy(&g->maps, &gen_cur(parent)->maps);
 }
 
-/*
- * Replay the side-band records in time order into the address spaces of
- * each process, from its fork() or the start, and from each exec().
- */
-static void sb_replay(struct sideband *sb, struct procs *ps)
+static void replay_one(struct procs *ps, const struct sb_event *e)
 {
-	qsort(sb->e, sb->nr, sizeof(*sb->e), sb_cmp);
-	for (size_t i = 0; i < sb->nr; i++) {
-		const struct sb_event *e = &sb->e[i];
+	switch (e->kind) {
+	case SB_MMAP:
+		maps_insert(&gen_cur(proc_get(ps, e->pid))->maps, &e->map);
+		break;
+	case SB_FORK:
+		replay_fork(ps, e);
+		break;
+	case SB_EXEC:
+		gen_new(proc_get(ps, e->pid), e->time);
+		break;
+	}
+}
 
-		switch (e->kind) {
-		case SB_MMAP:
-			maps_insert(&gen_cur(proc_get(ps, e->pid))->maps, &e->map);
-			break;
-		case SB_FORK:
-			replay_fork(ps, e);
-			break;
-		case SB_EXEC:
-			gen_new(proc_get(ps, e->pid), e->time);
-			break;
-		}
+/*
+ * Replay the queued records stamped before time upto, in time order, into
+ * the address spaces of each process (from its fork() or the start, and
+ * from each exec()), and drop them from the queue.
+ */
+static void sb_replay(struct sideband *sb, struct procs *ps, uint64_t upto)
+{
+	size_t n = 0, keep;
+
+	qsort(sb->e, sb->nr, sizeof(*sb->e), sb_cmp);
+	while (n < sb->nr && sb->e[n].time < upto)
+		replay_one(ps, &sb->e[n++]);
+	memmove(sb->e, sb->e + n, (sb->nr - n) * sizeof(*sb->e));
+	sb->nr -= n;
+	if (upto > sb->done)
+		sb->done = upto;
+	/* Sorting again is worth it once the queue has doubled. */
+	keep = sb->nr > SB_QUEUE_MIN / 2 ? 2 * sb->nr : SB_QUEUE_MIN;
+	sb->replay_at = keep;
+	/* Give back what a burst took. */
+	if (sb->cap > 2 * keep) {
+		sb->cap = keep;
+		sb->e = xrealloc_array(sb->e, sb->cap, sizeof(*sb->e));
 	}
 }
 
@@ -784,16 +845,17 @@ struct ring {
 	void *base;
 	size_t len;
 	struct perf_rb *rb;
+	uint64_t drained;	/* clock_ns() before the last read that emptied it */
 };
 
 struct sampler {
 	const struct opts *o;
 	struct perf_event_attr attr;
+	const char *pmu;	/* the PMU of the event, or NULL */
 	long page_size;
 
-	int *cpus;
-	size_t nr_cpus;
-	struct ring *rings;	/* one per CPU, in the order of cpus */
+	struct ring *rings;	/* one per CPU sampled */
+	size_t nr_rings;
 
 	int *fds;		/* every event */
 	size_t nr_fds, cap_fds;
@@ -803,8 +865,8 @@ struct sampler {
 	uint64_t kernel_lost;	/* the events' own count of records lost */
 	struct htab pages;	/* (pid, page, 0) -> samples */
 	struct htab code;	/* (pid, ip, caller) -> samples */
-	struct sideband sb;
-	struct maps initial;	/* the -p target's, before sampling */
+	struct sideband sb;	/* read, not replayed yet */
+	struct procs procs;	/* their address spaces, as replayed */
 
 	pid_t child;		/* the command's process, or 0 */
 	pid_t target;		/* what is sampled */
@@ -884,32 +946,67 @@ static bool drain_round(struct sampler *S)
 {
 	bool more = false;
 
-	for (size_t i = 0; i < S->nr_cpus; i++) {
-		if (perf_rb_read(S->rings[i].rb, S->attr.sample_type, DRAIN_BUDGET,
+	for (size_t i = 0; i < S->nr_rings; i++) {
+		struct ring *r = &S->rings[i];
+		uint64_t t = clock_ns();
+
+		if (perf_rb_read(r->rb, S->attr.sample_type, DRAIN_BUDGET,
 				 &rb_ops, S, &S->counts))
 			more = true;
+		else
+			r->drained = t;	/* all it had when t was taken is read */
 	}
 	return more;
+}
+
+/*
+ * Replay the side-band records that can no longer be preceded by one not
+ * read yet: those stamped before every ring was last found empty, less
+ * the slack of SB_SLACK_NS.  Only once enough are queued.
+ */
+static void sb_catch_up(struct sampler *S)
+{
+	uint64_t upto = UINT64_MAX;
+
+	if (S->sb.nr < S->sb.replay_at)
+		return;
+	for (size_t i = 0; i < S->nr_rings; i++) {
+		if (S->rings[i].drained < upto)
+			upto = S->rings[i].drained;
+	}
+	if (upto > SB_SLACK_NS)
+		sb_replay(&S->sb, &S->procs, upto - SB_SLACK_NS);
+}
+
+/* Read the rings: a few rounds, then the side band's replay. */
+static void drain(struct sampler *S)
+{
+	for (int round = 0; round < DRAIN_ROUNDS && drain_round(S); round++)
+		;
+	sb_catch_up(S);
 }
 
 /* ------------------------------------------------------------------ */
 /* Opening the events                                                  */
 /* ------------------------------------------------------------------ */
 
-/* The online CPUs, from /sys/devices/system/cpu/online ("0-3,5"). */
-static int online_cpus(int **cpus, size_t *nr)
+#define ONLINE_PATH	"/sys/devices/system/cpu/online"
+
+/*
+ * The CPUs of a CPU list file ("0-3,5"), in *cpus; -1 with errno if it
+ * cannot be opened.
+ */
+static int read_cpulist(const char *path, int **cpus, size_t *nr)
 {
-	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	FILE *f = fopen(path, "re");
 	size_t cap = 0;
 	int a, b;
 	char sep;
 
 	*cpus = NULL;
 	*nr = 0;
-	if (!f) {
-		error("/sys/devices/system/cpu/online: %s", strerror(errno));
+	if (!f)
 		return -1;
-	}
 	while (fscanf(f, "%d", &a) == 1) {
 		b = a;
 		sep = '\n';
@@ -927,8 +1024,58 @@ static int online_cpus(int **cpus, size_t *nr)
 			break;
 	}
 	fclose(f);
+	return 0;
+}
+
+static bool has_cpu(const int *cpus, size_t nr, int cpu)
+{
+	for (size_t i = 0; i < nr; i++) {
+		if (cpus[i] == cpu)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The CPUs to open the events on: the online ones; for a PMU event, those
+ * of them that the PMU's sysfs cpus (or cpumask) file lists, if it has
+ * one: a hybrid CPU's cpu_core PMU has no counters on its other cores.
+ */
+static int event_cpus(const struct sampler *S, int **cpus, size_t *nr)
+{
+	static const char *const files[] = { "cpus", "cpumask" };
+	char path[PATH_MAX];
+	int *pmu_cpus = NULL;
+	size_t nr_pmu = 0, n = 0;
+	bool listed = false;
+
+	if (read_cpulist(ONLINE_PATH, cpus, nr)) {
+		error("%s: %s", ONLINE_PATH, strerror(errno));
+		return -1;
+	}
 	if (!*nr) {
-		error("/sys/devices/system/cpu/online: no CPU found in it");
+		error("%s: no CPU found in it", ONLINE_PATH);
+		return -1;
+	}
+	for (size_t i = 0; S->pmu && !listed && i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), SYSFS_PMU "/%s/%s", S->pmu, files[i]);
+		listed = !read_cpulist(path, &pmu_cpus, &nr_pmu);
+		if (!listed && errno != ENOENT) {
+			error("%s: %s: %s", S->o->ev->name, path, strerror(errno));
+			return -1;
+		}
+	}
+	if (!listed)
+		return 0;	/* every online CPU */
+	for (size_t i = 0; i < *nr; i++) {
+		if (has_cpu(pmu_cpus, nr_pmu, (*cpus)[i]))
+			(*cpus)[n++] = (*cpus)[i];
+	}
+	free(pmu_cpus);
+	*nr = n;
+	if (!n) {
+		error("%s: %s lists no online CPU: the %s PMU cannot sample here",
+		      S->o->ev->name, path, S->pmu);
 		return -1;
 	}
 	return 0;
@@ -1034,9 +1181,11 @@ static int apply_term(struct perf_event_attr *attr, const char *pmu,
 
 /*
  * A CPU PMU's event alias, as perf would read it: the PMU type, and the
- * alias's terms placed into config* by the PMU's format files.
+ * alias's terms placed into config* by the PMU's format files.  The PMU's
+ * name goes into *pmu_name.
  */
-static int pmu_alias_attr(const char *event, struct perf_event_attr *attr)
+static int pmu_alias_attr(const char *event, struct perf_event_attr *attr,
+			  const char **pmu_name)
 {
 	/* "cpu" on most Intel CPUs, "cpu_core" for the big cores of hybrids. */
 	static const char *const pmus[] = { "cpu", "cpu_core" };
@@ -1063,6 +1212,7 @@ static int pmu_alias_attr(const char *event, struct perf_event_attr *attr)
 		return -1;
 	}
 	attr->type = type;
+	*pmu_name = pmu;
 	for (term = strtok_r(alias, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
 		if (apply_term(attr, pmu, event, term))
 			return -1;
@@ -1072,7 +1222,8 @@ static int pmu_alias_attr(const char *event, struct perf_event_attr *attr)
 	return 0;
 }
 
-static int ibs_op_attr(const char *event, struct perf_event_attr *attr)
+static int ibs_op_attr(const char *event, struct perf_event_attr *attr,
+		       const char **pmu_name)
 {
 	long type = read_long_file(SYSFS_PMU "/ibs_op/type");
 
@@ -1082,6 +1233,7 @@ static int ibs_op_attr(const char *event, struct perf_event_attr *attr)
 		return -1;
 	}
 	attr->type = type;
+	*pmu_name = "ibs_op";
 	/* IBS cannot leave the kernel out: it refuses exclude_*. */
 	attr->exclude_kernel = 0;
 	attr->exclude_hv = 0;
@@ -1112,6 +1264,9 @@ static int setup_attr(struct sampler *S)
 	a->comm_exec = 1;
 	a->task = 1;
 	a->sample_id_all = 1;
+	/* Times of our clock: the side band is replayed up to clock_ns(). */
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
 	/* Wake the reader up once a ring is a share full, not per record. */
 	a->watermark = 1;
 	a->wakeup_watermark = ring / WAKEUP_SHARE;
@@ -1133,9 +1288,9 @@ static int setup_attr(struct sampler *S)
 		a->config = ev->config;
 		return 0;
 	case EV_PMU_ALIAS:
-		return pmu_alias_attr(ev->name, a);
+		return pmu_alias_attr(ev->name, a, &S->pmu);
 	case EV_IBS_OP:
-		return ibs_op_attr(ev->name, a);
+		return ibs_op_attr(ev->name, a, &S->pmu);
 	}
 	return -1;
 }
@@ -1219,11 +1374,30 @@ static int map_ring(struct sampler *S, struct ring *r, int fd)
 	r->base = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (r->base == MAP_FAILED) {
 		int err = errno;
+		struct rlimit rl;
+		char memlock[32] = "?";
 
 		r->base = NULL;
-		error("mmap of a %zu KiB ring for CPU %d: %s (%s is %ld KiB per user; "
-		      "a smaller -m, or root, would do)", r->len >> 10, r->cpu,
-		      strerror(err), MLOCK_PATH, read_long_file(MLOCK_PATH));
+		if (err == EPERM) {
+			/* perf_mmap(): beyond both limits, without CAP_IPC_LOCK */
+			if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur == RLIM_INFINITY)
+				snprintf(memlock, sizeof(memlock), "unlimited");
+			else if (!getrlimit(RLIMIT_MEMLOCK, &rl))
+				snprintf(memlock, sizeof(memlock), "%llu KiB",
+					 (unsigned long long)rl.rlim_cur >> 10);
+			error("mmap of a %zu KiB ring for CPU %d: %s: more locked memory "
+			      "than this user may have (%s is %ld KiB per CPU, and beyond "
+			      "it RLIMIT_MEMLOCK is %s); a smaller -m would do, or "
+			      "CAP_IPC_LOCK", r->len >> 10, r->cpu, strerror(err),
+			      MLOCK_PATH, read_long_file(MLOCK_PATH), memlock);
+		} else if (err == ENOMEM) {
+			error("mmap of a %zu KiB ring for CPU %d: %s: the kernel could "
+			      "not allocate it; a smaller -m would do", r->len >> 10,
+			      r->cpu, strerror(err));
+		} else {
+			error("mmap of a %zu KiB ring for CPU %d: %s", r->len >> 10,
+			      r->cpu, strerror(err));
+		}
 		return -1;
 	}
 	r->rb = xcalloc(1, sizeof(*r->rb));
@@ -1243,7 +1417,7 @@ static int map_ring(struct sampler *S, struct ring *r, int fd)
  */
 static int open_thread(struct sampler *S, pid_t tid, int *cpu)
 {
-	for (size_t i = 0; i < S->nr_cpus; i++) {
+	for (size_t i = 0; i < S->nr_rings; i++) {
 		struct ring *r = &S->rings[i];
 		int fd = open_one(S, tid, r->cpu);
 
@@ -1268,7 +1442,7 @@ static void close_events(struct sampler *S)
 	for (size_t i = 0; i < S->nr_fds; i++)
 		close(S->fds[i]);
 	S->nr_fds = 0;
-	for (size_t i = 0; i < S->nr_cpus; i++) {
+	for (size_t i = 0; i < S->nr_rings; i++) {
 		if (S->rings[i].base)
 			munmap(S->rings[i].base, S->rings[i].len);
 		free(S->rings[i].rb);
@@ -1450,7 +1624,8 @@ static int start_command(struct sampler *S, const sigset_t *origmask)
 		error("%s: cannot tell whether it started", argv[0]);
 		return 127;
 	}
-	if (err == ENOENT)
+	/* A name with a '/' is not looked for in PATH: it is a path. */
+	if (err == ENOENT && !strchr(argv[0], '/'))
 		error("%s: command not found", argv[0]);
 	else
 		error("%s: %s", argv[0], strerror(err));
@@ -1513,6 +1688,7 @@ static int attach_pid(struct sampler *S, pid_t pid)
 	pid_t *tids = NULL;
 	size_t nr = 0, cap = 0;
 	int added = 1, ret = 1;
+	struct proc *p;
 
 	if (kill(pid, 0) && errno == ESRCH) {
 		error("pid %d: no such process", (int)pid);
@@ -1524,8 +1700,6 @@ static int attach_pid(struct sampler *S, pid_t pid)
 	/* Before the events, so that it is this process that is waited for. */
 	S->pidfd = syscall(SYS_pidfd_open, (long)pid, 0L);
 #endif
-	/* Before the events too: the records tell of what comes after. */
-	read_proc_maps(pid, &S->initial);
 
 	/* Threads started meanwhile by threads without events yet: again. */
 	for (int round = 0; round < TASK_SCAN_ROUNDS && added > 0; round++)
@@ -1539,9 +1713,16 @@ static int attach_pid(struct sampler *S, pid_t pid)
 	if (ioctl_all(S, PERF_EVENT_IOC_ENABLE, "PERF_EVENT_IOC_ENABLE"))
 		goto out;
 	S->t0 = now();
+	/*
+	 * Its mappings, from the start: after the events are on, so that
+	 * what it maps meanwhile is in the records if not here (a mapping
+	 * in both is the same).
+	 */
+	p = proc_get(&S->procs, pid);
+	read_proc_maps(pid, &gen_cur(p)->maps);
 	fprintf(stderr, PROG ": sampling pid %d (%zu thread%s) on %zu CPUs; "
 		"SIGINT or SIGTERM ends it\n", (int)pid, nr, nr == 1 ? "" : "s",
-		S->nr_cpus);
+		S->nr_rings);
 	ret = 0;
 out:
 	free(tids);
@@ -1584,6 +1765,8 @@ static const char *const stop_names[] = {
 struct run_state {
 	enum stop_reason why;
 	bool stopping;		/* the command was asked to end */
+	bool stopped;		/* the events were turned off (-d) */
+	double kill_at;		/* when to kill the command, or 0 */
 	int status;		/* the command's wait status */
 	bool reaped;
 };
@@ -1619,17 +1802,6 @@ static size_t drop_hung_up(struct pollfd *p, size_t nr_events)
 	return live;
 }
 
-/* Ask the command to end; a second request forces it. */
-static void stop_command(struct sampler *S, struct run_state *st)
-{
-	if (!st->stopping) {
-		kill(S->child, SIGTERM);
-		st->stopping = true;
-	} else if (stop_requests > 1) {
-		kill(S->child, SIGKILL);
-	}
-}
-
 static bool child_exited(struct sampler *S, struct run_state *st)
 {
 	pid_t r;
@@ -1645,15 +1817,56 @@ static bool child_exited(struct sampler *S, struct run_state *st)
 	return false;
 }
 
-/* The time to wait in ppoll(), or NULL for no limit. */
-static struct timespec *poll_timeout(const struct sampler *S, double deadline,
+/*
+ * Is a signal that ends sampling pending?  One that came after ppoll()
+ * returned is blocked until the next: a Ctrl-C that killed the command
+ * reaches us before its SIGCHLD does, but may come after ppoll() did.
+ */
+static bool stop_pending(void)
+{
+	sigset_t pending;
+
+	if (stop_requests)
+		return true;
+	if (sigpending(&pending))
+		return false;
+	return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1 ||
+	       sigismember(&pending, SIGHUP) == 1;
+}
+
+/*
+ * The end of sampling a command at -d: the events are turned off, so that
+ * nothing after the deadline is sampled, and the command gets SIGTERM, and
+ * SIGKILL KILL_GRACE_S later if it is still there.
+ */
+static void stop_at_deadline(struct sampler *S, struct run_state *st)
+{
+	ioctl_all(S, PERF_EVENT_IOC_DISABLE, "PERF_EVENT_IOC_DISABLE");
+	S->t1 = now();
+	st->stopped = true;
+	/* A signal that came first stays what ended it. */
+	if (st->why == STOP_EXIT)
+		st->why = STOP_DURATION;
+	kill(S->child, SIGTERM);
+	st->stopping = true;
+	st->kill_at = S->t1 + KILL_GRACE_S;
+}
+
+/* The earlier of two times, 0 standing for none. */
+static double earlier(double a, double b)
+{
+	return a <= 0 ? b : b <= 0 || a < b ? a : b;
+}
+
+/* The time to wait in ppoll() until wake (0: none), or NULL for no limit. */
+static struct timespec *poll_timeout(const struct sampler *S, double wake,
 				     struct timespec *ts)
 {
 	/* Without a pidfd, the -p target is looked for now and then. */
 	bool look = !S->child && S->pidfd < 0;
-	double left = deadline > 0 ? deadline - now() : GONE_POLL_MS / 1e3;
+	double left = wake > 0 ? wake - now() : GONE_POLL_MS / 1e3;
 
-	if (deadline <= 0 && !look)
+	if (wake <= 0 && !look)
 		return NULL;
 	if (look && left > GONE_POLL_MS / 1e3)
 		left = GONE_POLL_MS / 1e3;
@@ -1664,41 +1877,36 @@ static struct timespec *poll_timeout(const struct sampler *S, double deadline,
 	return ts;
 }
 
-/* Sample until the target ends, the time is up, or a signal says so. */
-static void run(struct sampler *S, const sigset_t *waitmask, struct run_state *st)
+/*
+ * Sample until the target ends, the time is up, or a signal says so.
+ * Returns 0, or -1 if it could not go on (said).
+ */
+static int run(struct sampler *S, const sigset_t *waitmask, struct run_state *st)
 {
 	double deadline = S->o->duration > 0 ? S->t0 + S->o->duration : 0;
 	size_t nr_poll, nr_events = S->nr_fds;
 	struct pollfd *p = make_pollset(S, &nr_poll);
+	sig_atomic_t handled = 0;	/* the stop requests acted upon */
+	int ret = 0;
 
 	for (;;) {
 		struct timespec ts;
 		int r;
 
-		r = ppoll(p, nr_poll, poll_timeout(S, deadline, &ts), waitmask);
+		r = ppoll(p, nr_poll, poll_timeout(S, earlier(deadline, st->kill_at), &ts),
+			  waitmask);
 		if (r < 0 && errno != EINTR) {
 			error("ppoll: %s", strerror(errno));
-			st->why = STOP_SIGNAL;
+			ret = -1;
 			break;
 		}
-		for (int round = 0; round < DRAIN_ROUNDS && drain_round(S); round++)
-			;
-		if (S->child) {
-			if (child_exited(S, st))
+		drain(S);
+		/* A stop request first: the command may have died of it too. */
+		if (stop_requests && st->why == STOP_EXIT)
+			st->why = STOP_SIGNAL;
+		if (!S->child) {
+			if (st->why == STOP_SIGNAL)
 				break;
-			if (stop_requests) {
-				st->why = STOP_SIGNAL;
-				stop_command(S, st);
-			} else if (deadline > 0 && now() >= deadline) {
-				st->why = STOP_DURATION;
-				stop_command(S, st);
-				deadline = 0;	/* now wait for it to end */
-			}
-		} else {
-			if (stop_requests) {
-				st->why = STOP_SIGNAL;
-				break;
-			}
 			if (deadline > 0 && now() >= deadline) {
 				st->why = STOP_DURATION;
 				break;
@@ -1706,12 +1914,36 @@ static void run(struct sampler *S, const sigset_t *waitmask, struct run_state *s
 			if ((S->pidfd >= 0 && r > 0 && p[nr_poll - 1].revents) ||
 			    (S->pidfd < 0 && process_gone(S->target)))
 				break;
+			if (r > 0 && !drop_hung_up(p, nr_events))
+				break;	/* every thread and child of the target is gone */
+			continue;
 		}
-		if (r > 0 && !drop_hung_up(p, nr_events) && !S->child)
-			break;	/* every thread and child of the target is gone */
+		if (stop_requests != handled) {
+			/* The first asks the command to end; more force it. */
+			handled = stop_requests;
+			kill(S->child, st->stopping ? SIGKILL : SIGTERM);
+			st->stopping = true;
+		}
+		if (deadline > 0 && now() >= deadline) {
+			stop_at_deadline(S, st);
+			deadline = 0;	/* now wait for the command to end */
+		}
+		if (st->kill_at > 0 && now() >= st->kill_at) {
+			kill(S->child, SIGKILL);
+			st->kill_at = 0;
+		}
+		if (child_exited(S, st)) {
+			if (st->why == STOP_EXIT && stop_pending())
+				st->why = STOP_SIGNAL;
+			break;
+		}
+		if (r > 0)
+			drop_hung_up(p, nr_events);
 	}
-	S->t1 = now();
+	if (!st->stopped)
+		S->t1 = now();
 	free(p);
+	return ret;
 }
 
 /*
@@ -1739,6 +1971,12 @@ static void finish(struct sampler *S)
 	ioctl_all(S, PERF_EVENT_IOC_DISABLE, "PERF_EVENT_IOC_DISABLE");
 	while (drain_round(S))
 		;
+	sb_replay(&S->sb, &S->procs, UINT64_MAX);
+	if (S->sb.late)
+		error("%" PRIu64 " mapping or process records came more than %llu ms "
+		      "late, and were replayed out of their order: a few samples may "
+		      "be named after the wrong mappings", S->sb.late,
+		      SB_SLACK_NS / 1000000);
 	S->kernel_lost = events_lost(S);
 	close_events(S);
 }
@@ -1760,143 +1998,177 @@ static uint64_t total_lost(const struct sampler *S)
 
 static char *debuginfo_path;
 
-static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.debuginfo_path = &debuginfo_path,
-};
-
-/* The file mappings of ms, as lines of /proc/PID/maps. */
-static char *maps_text(const struct maps *ms, size_t *len)
-{
-	char *text = NULL;
-	FILE *f = open_memstream(&text, len);
-
-	if (!f)
-		out_of_memory();
-	for (size_t i = 0; i < ms->nr; i++) {
-		const struct map *m = &ms->m[i];
-
-		if (!map_is_file(m))
-			continue;	/* libdwfl would skip it */
-		fprintf(f, "%" PRIx64 "-%" PRIx64 " %c%c%c%c %08" PRIx64 " %02x:%02x %"
-			PRIu64 " %s\n", m->start, m->end,
-			m->prot & PROT_READ ? 'r' : '-', m->prot & PROT_WRITE ? 'w' : '-',
-			m->prot & PROT_EXEC ? 'x' : '-', m->flags & MAP_SHARED ? 's' : 'p',
-			m->pgoff, m->maj, m->min, m->ino, m->name);
-	}
-	if (fclose(f))
-		out_of_memory();
-	return text;
-}
-
-/* Report the file mappings of ms to libdwfl, as /proc/PID/maps would. */
-static int report_files(Dwfl *dwfl, const struct maps *ms)
-{
-	size_t len = 0;
-	char *text = maps_text(ms, &len);
-	FILE *f;
-	int r = 0;
-
-	if (len) {
-		f = fmemopen(text, len, "r");
-		if (!f)
-			out_of_memory();
-		r = dwfl_linux_proc_maps_report(dwfl, f);
-		fclose(f);
-	}
-	free(text);
-	return r;
-}
-
-/* Our own vDSO image in a memfd, and its size; made on first use. */
-static int vdso_fd = -2;
+/* Our own vDSO's image, and its size; looked for on first use. */
+static char *vdso_image;
 static size_t vdso_size;
+static bool vdso_looked_for;
 
-static void make_vdso_fd(void)
+/*
+ * The vDSO is in no file, and the process may be gone, but its image is
+ * ours, that of every process of our ABI on this kernel (as perf assumes
+ * too); a vDSO of another size is of another ABI, and is left unnamed.
+ */
+static void find_vdso(void)
 {
 	struct maps self = { 0 };
-	const struct map *m = NULL;
+	const char *name = intern("[vdso]");
 
-	vdso_fd = -1;
+	vdso_looked_for = true;
 	if (read_proc_maps(getpid(), &self))
 		return;
-	for (size_t i = 0; i < self.nr && !m; i++) {
-		if (!strcmp(self.m[i].name, "[vdso]"))
-			m = &self.m[i];
-	}
-	if (m) {
+	for (size_t i = 0; i < self.nr && !vdso_image; i++) {
+		const struct map *m = &self.m[i];
+
+		if (m->name != name)
+			continue;
 		vdso_size = m->end - m->start;
-		vdso_fd = memfd_create("vdso", MFD_CLOEXEC);
-		if (vdso_fd >= 0 && write(vdso_fd, (const void *)(uintptr_t)m->start,
-					  vdso_size) != (ssize_t)vdso_size) {
-			close(vdso_fd);
-			vdso_fd = -1;
-		}
+		vdso_image = xcalloc(1, vdso_size);
+		memcpy(vdso_image, (const void *)(uintptr_t)m->start, vdso_size);
 	}
 	free(self.m);
 }
 
+static void free_vdso(void)
+{
+	free(vdso_image);
+	vdso_image = NULL;
+	vdso_looked_for = false;
+}
+
+/* The files that could not be opened, each said once: path -> 1. */
+static struct htab unopened;
+
+static void say_unopened(const char *path, int err)
+{
+	uint64_t *said = htab_get(&unopened, (uintptr_t)intern(path), 0, 0);
+
+	if (*said)
+		return;
+	*said = 1;
+	error("%s: %s: its functions go unnamed", path, strerror(err));
+}
+
 /*
- * Report the vDSO of ms to libdwfl: the process may be gone, and the
- * vDSO is in no file, but its image is ours, that of every process of our
- * ABI on this kernel (as perf assumes too); a vDSO of another size is of
- * another ABI, and is left unnamed.
+ * libdwfl's find_elf: the file a module is named after, or for the vDSO
+ * our own image.  As dwfl_linux_proc_find_elf, but a file that cannot be
+ * opened is said, and a file is opened for as long as its module lives.
  */
-static void report_vdso(Dwfl *dwfl, const struct maps *ms)
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
+		    Dwarf_Addr base, char **file_name, Elf **elfp)
 {
-	const char *name = intern("[vdso]");
+	struct stat st;
+	int fd;
 
-	if (vdso_fd == -2)
-		make_vdso_fd();
-	for (size_t i = 0; i < ms->nr && vdso_fd >= 0; i++) {
-		const struct map *m = &ms->m[i];
-		int fd;
-
-		if (m->name != name || m->end - m->start != vdso_size)
-			continue;
-		/* On success the library keeps the fd. */
-		fd = fcntl(vdso_fd, F_DUPFD_CLOEXEC, 0);
-		if (fd >= 0 && !dwfl_report_elf(dwfl, name, name, fd, m->start, false))
-			close(fd);
+	(void)mod;
+	(void)userdata;
+	(void)base;
+	if (!strcmp(name, "[vdso]")) {
+		/* libdwfl ends the Elf, and leaves the image alone. */
+		if (vdso_image)
+			*elfp = elf_memory(vdso_image, vdso_size);
+		return -1;
 	}
+	if (name[0] != '/')
+		return -1;
+	/* Regular files only: a device's open() may block, or do something. */
+	if (stat(name, &st)) {
+		say_unopened(name, errno);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode))
+		return -1;
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		say_unopened(name, errno);
+		return -1;
+	}
+	*file_name = strdup(name);
+	if (!*file_name) {
+		close(fd);
+		out_of_memory();
+	}
+	return fd;
 }
 
-static void close_vdso_fd(void)
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
+static void report_module(Dwfl *dwfl, pid_t pid, const char *name,
+			  uint64_t low, uint64_t high)
 {
-	if (vdso_fd >= 0)
-		close(vdso_fd);
-	vdso_fd = -2;
+	if (!dwfl_report_module(dwfl, name, low, high))
+		error("pid %d: %s at 0x%" PRIx64 "-0x%" PRIx64 ": dwfl_report_module: %s",
+		      (int)pid, name, low, high, dwfl_errmsg(-1));
 }
 
-/* The modules of an address space, as libdwfl sees them; NULL if none. */
-static Dwfl *gen_dwfl(struct gen *g, pid_t pid)
+/* Do two mappings map the same file? */
+static bool same_file(const struct map *a, const struct map *b)
 {
-	int r;
+	return a->ino == b->ino && a->maj == b->maj && a->min == b->min &&
+	       a->name == b->name;
+}
 
-	if (g->dwfl_tried)
-		return g->dwfl;
-	g->dwfl_tried = true;
-	g->dwfl = dwfl_begin(&dwfl_callbacks);
-	if (!g->dwfl) {
+/*
+ * Report the modules of ms to libdwfl, as dwfl_linux_proc_maps_report()
+ * would from /proc/PID/maps: each run of mappings of one file (with other
+ * memory between them) is a module from the start of its first to the end
+ * of its last; the vDSO is one too.  A file's name is given as it is:
+ * no text to parse, so that no name can be misread.
+ */
+static void report_modules(Dwfl *dwfl, const struct maps *ms, pid_t pid)
+{
+	const char *vdso = intern("[vdso]");
+	const struct map *first = NULL;	/* of the file being reported */
+	uint64_t high = 0;
+
+	if (!vdso_looked_for)
+		find_vdso();
+	for (size_t i = 0; i < ms->nr; i++) {
+		const struct map *m = &ms->m[i];
+		bool is_vdso = m->name == vdso && vdso_image &&
+			       m->end - m->start == vdso_size;
+
+		if (!is_vdso && !map_is_file(m))
+			continue;	/* no module of its own, no end of one */
+		if (first && !is_vdso && same_file(first, m)) {
+			high = m->end;
+			continue;
+		}
+		if (first)
+			report_module(dwfl, pid, first->name, first->start, high);
+		first = NULL;
+		if (is_vdso) {
+			report_module(dwfl, pid, vdso, m->start, m->end);
+			continue;
+		}
+		first = m;
+		high = m->end;
+	}
+	if (first)
+		report_module(dwfl, pid, first->name, first->start, high);
+}
+
+/*
+ * A libdwfl session for the address space g of pid: its modules, and what
+ * they are named by; NULL if it cannot be had.  It holds the files it has
+ * opened until the caller ends it (dwfl_end()).
+ */
+static Dwfl *gen_dwfl(const struct gen *g, pid_t pid)
+{
+	Dwfl *dwfl = dwfl_begin(&dwfl_callbacks);
+
+	if (!dwfl) {
 		error("pid %d: dwfl_begin: %s", (int)pid, dwfl_errmsg(-1));
 		return NULL;
 	}
-	dwfl_report_begin(g->dwfl);
-	r = report_files(g->dwfl, &g->maps);
-	report_vdso(g->dwfl, &g->maps);
-	if (dwfl_report_end(g->dwfl, NULL, NULL) || r)
-		error("pid %d: its modules are not all known: %s", (int)pid,
-		      r > 0 ? strerror(r) : dwfl_errmsg(-1));
-	return g->dwfl;
-}
-
-/* The address space of pid at time t, or NULL. */
-static struct gen *find_gen(struct procs *ps, pid_t pid, uint64_t t)
-{
-	struct proc *p = proc_find(ps, pid);
-
-	return p ? (struct gen *)gen_at(p, t) : NULL;
+	dwfl_report_begin(dwfl);
+	report_modules(dwfl, &g->maps, pid);
+	if (dwfl_report_end(dwfl, NULL, NULL))
+		error("pid %d: dwfl_report_end: %s", (int)pid, dwfl_errmsg(-1));
+	return dwfl;
 }
 
 static const char *basename_of(const char *path)
@@ -1912,22 +2184,15 @@ struct where {
 	Dwfl_Module *mod;	/* NULL if libdwfl does not know it */
 };
 
-/* Name the code at ip in process pid at time t. */
-static void resolve(struct procs *ps, pid_t pid, uint64_t t, uint64_t ip,
-		    struct where *w)
+/* Name the code at ip in the address space g (or NULL), with dwfl (or NULL). */
+static void resolve(Dwfl *dwfl, const struct gen *g, uint64_t ip, struct where *w)
 {
-	struct gen *g = find_gen(ps, pid, t);
 	const struct map *m = g ? maps_find(&g->maps, ip) : NULL;
 	const char *name;
-	Dwfl *dwfl;
 
 	w->func = intern("[unknown]");
 	w->module = intern(m ? basename_of(m->name) : "[unknown]");
-	w->mod = NULL;
-	dwfl = g ? gen_dwfl(g, pid) : NULL;
-	if (!dwfl)
-		return;
-	w->mod = dwfl_addrmodule(dwfl, ip);
+	w->mod = dwfl ? dwfl_addrmodule(dwfl, ip) : NULL;
 	if (!w->mod)
 		return;
 	name = dwfl_module_info(w->mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
@@ -1936,6 +2201,43 @@ static void resolve(struct procs *ps, pid_t pid, uint64_t t, uint64_t ip,
 	name = dwfl_module_addrname(w->mod, ip);
 	if (name)
 		w->func = intern(name);
+}
+
+/* Something to name in the address space g of pid (g may be NULL). */
+struct lookup {
+	const struct gen *g;
+	pid_t pid;
+	size_t i;		/* what: an index in the caller's table */
+};
+
+/* By address space, so that each is one session; then in table order. */
+static int lookup_cmp(const void *a, const void *b)
+{
+	const struct lookup *x = a, *y = b;
+
+	if (x->g != y->g)
+		return (uintptr_t)x->g < (uintptr_t)y->g ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Sort the lookups l[0, n) by address space, and call fn for each with a
+ * libdwfl session of its address space (or NULL), one session at a time.
+ */
+static void for_each_lookup(struct lookup *l, size_t n,
+			    void (*fn)(void *arg, Dwfl *dwfl, const struct lookup *l),
+			    void *arg)
+{
+	qsort(l, n, sizeof(*l), lookup_cmp);
+	for (size_t i = 0; i < n;) {
+		const struct gen *g = l[i].g;
+		Dwfl *dwfl = g ? gen_dwfl(g, l[i].pid) : NULL;
+
+		for (; i < n && l[i].g == g; i++)
+			fn(arg, dwfl, &l[i]);
+		if (dwfl)
+			dwfl_end(dwfl);
+	}
 }
 
 /* "file.c:42" for ip, if there is debug information; else NULL. */
@@ -2032,7 +2334,7 @@ static int site_cmp(const void *a, const void *b)
 }
 
 /* Every page with samples, and the mapping it is in. */
-static void build_pages(struct sampler *S, struct procs *ps, struct report *R)
+static void build_pages(struct sampler *S, struct report *R)
 {
 	struct htab by_map = { 0 };	/* (pid, map) -> row + 1 */
 	size_t maps_cap = 0;
@@ -2047,7 +2349,7 @@ static void build_pages(struct sampler *S, struct procs *ps, struct report *R)
 
 		if (!e->used)
 			continue;
-		g = find_gen(ps, e->k[0], e->last);
+		g = find_gen(&S->procs, e->k[0], e->last);
 		m = g ? maps_find(&g->maps, e->k[1]) : NULL;
 		row = &R->pages[R->nr_pages++];
 		*row = (struct page_row) {
@@ -2088,21 +2390,26 @@ static struct site_row *site_of(struct report *R, struct htab *idx,
 	return &R->sites[*v - 1];
 }
 
+/* What build_sites() builds, as it goes. */
+struct site_build {
+	struct report *R;
+	const struct hent *const *code;	/* the code entries looked up */
+	struct htab idx;		/* (func, module) -> site + 1 */
+	size_t cap;
+	struct htab callers;		/* (site, func, module) -> samples */
+};
+
 /* Add the samples of (pid, ip, caller) to its site and its caller's tally. */
-static void add_code(struct procs *ps, struct report *R, struct htab *idx,
-		     size_t *cap, struct htab *callers, const struct hent *e)
+static void add_code(void *arg, Dwfl *dwfl, const struct lookup *l)
 {
+	struct site_build *b = arg;
+	const struct hent *e = b->code[l->i];
 	struct where w, cw;
 	struct site_row *site;
 	size_t row;
 
-	if (e->k[0] == KERNEL_KEY) {
-		w = (struct where) { intern("[kernel]"), intern("[kernel]"), NULL };
-		site_of(R, idx, cap, &w)->samples += e->v;
-		return;
-	}
-	resolve(ps, e->k[0], e->last, e->k[1], &w);
-	site = site_of(R, idx, cap, &w);
+	resolve(dwfl, l->g, e->k[1], &w);
+	site = site_of(b->R, &b->idx, &b->cap, &w);
 	site->samples += e->v;
 	if (e->v > site->best_samples) {
 		site->best_samples = e->v;
@@ -2112,23 +2419,42 @@ static void add_code(struct procs *ps, struct report *R, struct htab *idx,
 	}
 	if (!e->k[2])
 		return;
-	row = site - R->sites;
-	resolve(ps, e->k[0], e->last, e->k[2], &cw);
-	*htab_get(callers, row, (uintptr_t)cw.func, (uintptr_t)cw.module) += e->v;
+	row = site - b->R->sites;
+	resolve(dwfl, l->g, e->k[2], &cw);
+	*htab_get(&b->callers, row, (uintptr_t)cw.func, (uintptr_t)cw.module) += e->v;
 }
 
-/* The code sites, each with its most frequent caller. */
-static void build_sites(struct sampler *S, struct procs *ps, struct report *R)
+/*
+ * The code sites, each with its most frequent caller: named one address
+ * space at a time (see for_each_lookup()).
+ */
+static void build_sites(struct sampler *S, struct report *R)
 {
-	struct htab idx = { 0 }, callers = { 0 };
-	size_t cap = 0;
+	struct site_build b = { .R = R };
+	const struct hent **code = xcalloc(S->code.nr, sizeof(*code));
+	struct lookup *l = xcalloc(S->code.nr, sizeof(*l));
+	struct where kernel = { intern("[kernel]"), intern("[kernel]"), NULL };
+	size_t n = 0;
 
 	for (size_t i = 0; i < S->code.cap; i++) {
-		if (S->code.e[i].used)
-			add_code(ps, R, &idx, &cap, &callers, &S->code.e[i]);
+		const struct hent *e = &S->code.e[i];
+
+		if (!e->used)
+			continue;
+		if (e->k[0] == KERNEL_KEY) {
+			site_of(R, &b.idx, &b.cap, &kernel)->samples += e->v;
+			continue;
+		}
+		code[n] = e;
+		l[n] = (struct lookup) {
+			.g = find_gen(&S->procs, e->k[0], e->last), .pid = e->k[0], .i = n,
+		};
+		n++;
 	}
-	for (size_t i = 0; i < callers.cap; i++) {
-		const struct hent *e = &callers.e[i];
+	b.code = code;
+	for_each_lookup(l, n, add_code, &b);
+	for (size_t i = 0; i < b.callers.cap; i++) {
+		const struct hent *e = &b.callers.e[i];
 		struct site_row *site;
 
 		if (!e->used)
@@ -2140,45 +2466,51 @@ static void build_sites(struct sampler *S, struct procs *ps, struct report *R)
 			site->caller_module = (const char *)(uintptr_t)e->k[2];
 		}
 	}
-	htab_free(&idx);
-	htab_free(&callers);
+	free(code);
+	free(l);
+	htab_free(&b.idx);
+	htab_free(&b.callers);
 	qsort(R->sites, R->nr_sites, sizeof(*R->sites), site_cmp);
 }
 
-/* The source line of the top sites' hottest addresses, where known. */
-static void add_sources(struct procs *ps, struct report *R, size_t top)
+static void add_source(void *arg, Dwfl *dwfl, const struct lookup *l)
 {
-	for (size_t i = 0; i < R->nr_sites && i < top; i++) {
-		struct site_row *s = &R->sites[i];
-		struct where w;
+	struct site_row *s = &((struct report *)arg)->sites[l->i];
+	struct where w;
 
-		if (!s->best_samples)
-			continue;
-		resolve(ps, s->best_pid, s->best_time, s->best_ip, &w);
-		s->source = source_of(w.mod, s->best_ip);
+	resolve(dwfl, l->g, s->best_ip, &w);
+	s->source = source_of(w.mod, s->best_ip);
+}
+
+/* The source line of the top sites' hottest addresses, where known. */
+static void add_sources(struct sampler *S, struct report *R, size_t top)
+{
+	struct lookup *l = xcalloc(top < R->nr_sites ? top : R->nr_sites, sizeof(*l));
+	size_t n = 0;
+
+	for (size_t i = 0; i < R->nr_sites && i < top; i++) {
+		const struct site_row *s = &R->sites[i];
+
+		if (s->best_samples)
+			l[n++] = (struct lookup) {
+				.g = find_gen(&S->procs, s->best_pid, s->best_time),
+				.pid = s->best_pid, .i = i,
+			};
 	}
+	for_each_lookup(l, n, add_source, R);
+	free(l);
 }
 
 static void build_report(struct sampler *S, struct report *R)
 {
-	struct procs ps = { 0 };
-	struct proc *p;
-
 	memset(R, 0, sizeof(*R));
 	R->has_addr = S->attr.sample_type & PERF_SAMPLE_ADDR;
-	/* The -p target's mappings before the records: from time 0. */
-	if (S->initial.nr) {
-		p = proc_get(&ps, S->target);
-		maps_copy(&gen_new(p, 0)->maps, &S->initial);
-	}
-	sb_replay(&S->sb, &ps);
 	if (R->has_addr)
-		build_pages(S, &ps, R);
-	build_sites(S, &ps, R);
-	add_sources(&ps, R, S->o->top);
+		build_pages(S, R);
+	build_sites(S, R);
+	add_sources(S, R, S->o->top);
 	for (size_t i = 0; i < R->nr_sites; i++)
 		R->samples += R->sites[i].samples;
-	procs_free(&ps);
 }
 
 static void free_report(struct report *R)
@@ -2554,7 +2886,8 @@ static void usage(FILE *f)
 		"                        1 fault, 100000 ns of cpu-clock)\n"
 		"  -g, --call-graph      record callchains, to tell the callers\n"
 		"  -p, --pid PID         sample the running process PID until it exits\n"
-		"  -d, --duration SECS   stop after SECS seconds (the command gets SIGTERM)\n"
+		"  -d, --duration SECS   stop after SECS seconds (the command gets SIGTERM,\n"
+		"                        and SIGKILL a second later)\n"
 		"  -m, --mmap-pages N    ring buffer data pages per CPU, a power of two\n"
 		"                        (default %d)\n"
 		"  -n, --top N           rows per table (default %d)\n"
@@ -2720,6 +3053,8 @@ static void raise_nofile(void)
 
 static int setup(struct sampler *S, const struct opts *o)
 {
+	int *cpus = NULL;
+
 	memset(S, 0, sizeof(*S));
 	S->o = o;
 	S->pidfd = -1;
@@ -2728,13 +3063,17 @@ static int setup(struct sampler *S, const struct opts *o)
 		error("sysconf(_SC_PAGESIZE): %s", strerror(errno));
 		return -1;
 	}
-	if (online_cpus(&S->cpus, &S->nr_cpus))
-		return -1;
-	S->rings = xcalloc(S->nr_cpus, sizeof(*S->rings));
-	for (size_t i = 0; i < S->nr_cpus; i++)
-		S->rings[i].cpu = S->cpus[i];
+	S->sb.replay_at = SB_QUEUE_MIN;
 	if (setup_attr(S))
 		return -1;
+	if (event_cpus(S, &cpus, &S->nr_rings)) {
+		free(cpus);
+		return -1;
+	}
+	S->rings = xcalloc(S->nr_rings, sizeof(*S->rings));
+	for (size_t i = 0; i < S->nr_rings; i++)
+		S->rings[i].cpu = cpus[i];
+	free(cpus);
 	if (!perf_sample_type_ok(S->attr.sample_type)) {
 		error("internal error: sample_type 0x%llx cannot be parsed",
 		      (unsigned long long)S->attr.sample_type);
@@ -2751,9 +3090,8 @@ static void teardown(struct sampler *S)
 		close(S->pidfd);
 	free(S->fds);
 	free(S->rings);
-	free(S->cpus);
 	free(S->sb.e);
-	free(S->initial.m);
+	procs_free(&S->procs);
 	htab_free(&S->pages);
 	htab_free(&S->code);
 }
@@ -2819,14 +3157,23 @@ int main(int argc, char **argv)
 	ret = o.cmd ? start_command(&S, &origmask) : attach_pid(&S, o.pid);
 	if (ret)
 		goto out;
-	run(&S, &waitmask, &st);
+	if (run(&S, &waitmask, &st)) {
+		/* Sampling failed: the command is not left to run unsampled. */
+		if (S.child && !st.reaped) {
+			kill(S.child, SIGKILL);
+			reap(S.child, &st.status);
+		}
+		ret = 1;
+		goto out;
+	}
 	if (S.child && !st.reaped)
 		reap(S.child, &st.status);
 	finish(&S);
 	ret = write_report(&S, &st, out) ? 1 : exit_status(&S, &st);
 out:
 	teardown(&S);
-	close_vdso_fd();
+	free_vdso();
+	htab_free(&unopened);
 	free_strings();
 	if (out != stdout && fclose(out) && !ret) {
 		error("%s: %s", o.output, strerror(errno));

@@ -4,9 +4,11 @@
 
 The workload is tests/toucher (userspace/tests/toucher.c): it touches each
 page of fresh anonymous memory once in touch_pages(), so that each page
-faults once, or spins in burn_cpu().  With -w it waits for a byte on its
-stdin, which lets the -p test start the sampler first; the sampler says on
-stderr when it samples.  No sleep stands for a synchronisation.
+faults once, or spins in burn_cpu(), or maps and unmaps a page over and
+over in remap_pages().  With -w it waits for a byte on its stdin, which
+lets the -p test start the sampler first; the sampler says on stderr when
+it samples, and a command says on stdout when it runs.  No sleep stands
+for a synchronisation.
 
 HTMM_USERSPACE is the directory of the built tools (default:
 build/userspace of this tree).
@@ -14,7 +16,10 @@ build/userspace of this tree).
 
 import json
 import os
+import resource
 import select
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +36,8 @@ PAGES = MIB * 1024 * 1024 // PAGE
 # Ring pages per CPU for the page-fault runs: 8 MiB holds more than all
 # of their samples, so that none can be lost even if the sampler does not
 # get a CPU while the toucher runs; the tests then require none lost.
+# A user without CAP_IPC_LOCK may not lock that much (perf_event_mlock_kb,
+# RLIMIT_MEMLOCK): those tests are skipped, with the reason.
 RING_PAGES = "2048"
 # Each page of the buffer faults exactly once.  A fault the kernel has to
 # take again (a retry after a race) would count twice: a few are allowed.
@@ -42,19 +49,23 @@ class Skip(Exception):
     pass
 
 
-def run(args, timeout=TIMEOUT):
+def run(args, timeout=TIMEOUT, preexec_fn=None, env=None):
     return subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+                          stderr=subprocess.PIPE, text=True, timeout=timeout,
+                          preexec_fn=preexec_fn, env=env)
 
 
-def sample_json(args, timeout=TIMEOUT):
-    """Run htmm-sample -j with args; its exit status and its report."""
+def sample_json(args, timeout=TIMEOUT, preexec_fn=None, stderr=None):
+    """Run htmm-sample -j with args; its report (its stderr into the list
+    stderr, if given)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        p = run([SAMPLER, "-j", "-o", out.name] + args, timeout)
+        p = run([SAMPLER, "-j", "-o", out.name] + args, timeout, preexec_fn)
         check_can_sample(p)
         with open(out.name) as f:
             text = f.read()
     assert p.returncode == 0, f"exit status {p.returncode}: {p.stderr.strip()}"
+    if stderr is not None:
+        stderr.append(p.stderr)
     try:
         return json.loads(text)
     except ValueError as e:
@@ -62,11 +73,17 @@ def sample_json(args, timeout=TIMEOUT):
 
 
 def check_can_sample(p):
-    """Skip where perf events are not allowed at all (not a bug of ours)."""
-    if p.returncode == 1 and "perf_event_open" in p.stderr and (
+    """Skip where perf events are not allowed at all, or where the ring
+    buffers asked for are more than this user may lock (not bugs of ours)."""
+    if p.returncode != 1:
+        return
+    last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+    if "perf_event_open" in p.stderr and (
             "Permission denied" in p.stderr or "Operation not permitted" in p.stderr
             or "Function not implemented" in p.stderr):
-        raise Skip("perf events not allowed here: " + p.stderr.strip().splitlines()[-1])
+        raise Skip("perf events not allowed here: " + last)
+    if "mmap of a" in p.stderr and "more locked memory than this user may have" in p.stderr:
+        raise Skip("the ring buffers of these tests are more than this user may lock: " + last)
 
 
 def table_sum(table):
@@ -90,8 +107,9 @@ def check_toucher(r):
     assert top["name"] == "[anon]" and top["anonymous"], f"top mapping: {top}"
     assert PAGES <= top["samples"] <= PAGES + FAULT_SLACK, \
         f"{top['samples']} samples in the buffer's mapping, {PAGES} pages"
+    # The buffer is a mapping of its own, between guard pages.
     size = int(top["end"], 16) - int(top["start"], 16)
-    assert size >= MIB << 20, f"top mapping is {size} bytes, the buffer {MIB} MiB"
+    assert size == MIB << 20, f"top mapping is {size} bytes, the buffer {MIB} MiB"
     site = r["code_sites"]["top"][0]
     assert (site["function"], site["module"]) == ("touch_pages", "toucher"), \
         f"top code site: {site}"
@@ -149,9 +167,15 @@ def test_no_command():
 
 
 def test_command_not_found():
+    # A name is looked for in PATH; a path is not, and its error is said.
+    # (A directory of PATH that cannot be searched would make it EACCES.)
+    p = run([SAMPLER, "--", "htmm-no-such-command"],
+            env=dict(os.environ, PATH="/usr/bin:/bin"))
+    assert p.returncode == 127, f"exit status {p.returncode}"
+    assert "htmm-sample: htmm-no-such-command: command not found" in p.stderr, p.stderr
     p = run([SAMPLER, "--", "/nonexistent/command"])
     assert p.returncode == 127, f"exit status {p.returncode}"
-    assert "/nonexistent/command: command not found" in p.stderr, p.stderr
+    assert "htmm-sample: /nonexistent/command: No such file or directory" in p.stderr, p.stderr
 
 
 def test_missing_pmu():
@@ -275,6 +299,144 @@ def test_duration():
     assert took < 10, f"took {took:.1f} s"
 
 
+def start_sampler(args, out, stdout=subprocess.PIPE, stderr=None):
+    """htmm-sample -j -o out with args, in a session of its own (its own
+    process group, as a shell's job)."""
+    return subprocess.Popen([SAMPLER, "-j", "-o", out] + args, stdin=subprocess.DEVNULL,
+                            stdout=stdout, stderr=stderr or subprocess.PIPE,
+                            start_new_session=True)
+
+
+def end_session(p):
+    """Kill what is left of p's session (a command's orphans), and p."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if p.poll() is None:
+        p.wait()
+
+
+def test_sigint():
+    """Ctrl-C (SIGINT to the process group: the command dies of it too) or
+    SIGINT to htmm-sample alone, while the command runs: exit status 0 and
+    ended_by signal, every time.  The command's SIGCHLD and the SIGINT come
+    in either order: repeated, to catch that race."""
+    for i in range(13):
+        group = i < 10
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            p = start_sampler(["--", "sh", "-c", "echo ready; exec sleep 30"], out.name)
+            try:
+                try:
+                    line = readline(p.stdout, TIMEOUT)
+                except AssertionError:
+                    p.wait(TIMEOUT)
+                    check_can_sample(subprocess.CompletedProcess(
+                        [], p.returncode, "", p.stderr.read().decode()))
+                    raise
+                assert line == "ready\n", f"the command said {line!r}"
+                if group:
+                    os.killpg(p.pid, signal.SIGINT)
+                else:
+                    os.kill(p.pid, signal.SIGINT)
+                rc = p.wait(TIMEOUT)
+                with open(out.name) as f:
+                    r = json.load(f)
+            finally:
+                end_session(p)
+        how = "to the group" if group else "to htmm-sample"
+        assert (rc, r["ended_by"]) == (0, "signal"), \
+            f"run {i + 1}, SIGINT {how}: exit status {rc}, ended_by {r['ended_by']}, " \
+            f"target {r['target']}"
+
+
+def test_duration_kill():
+    """-d bounds the run: at the time the events stop, and a command that
+    ignores SIGTERM is killed a second later."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out, \
+            tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        # Its stdout and stderr are not pipes: an orphan may hold them.
+        p = start_sampler(["-d", "0.3", "--", "sh", "-c", 'trap "" TERM; sleep 5'],
+                          out.name, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            rc = p.wait(TIMEOUT)
+            took = time.monotonic() - start
+        finally:
+            end_session(p)
+        err.seek(0)
+        check_can_sample(subprocess.CompletedProcess([], rc, "", err.read().decode()))
+        with open(out.name) as f:
+            r = json.load(f)
+    assert rc == 0, f"exit status {rc}"
+    assert r["ended_by"] == "duration" and r["target"].get("signal") == 9, \
+        f"ended by {r['ended_by']}, target {r['target']}"
+    assert 0.3 <= r["duration_s"] < 0.8, f"duration {r['duration_s']} s, -d 0.3"
+    assert took < 2.5, f"took {took:.1f} s"
+
+
+def test_newline_in_name():
+    """A file name with a newline (as MMAP2 gives it, unescaped) names its
+    module and functions."""
+    with tempfile.TemporaryDirectory() as d:
+        prog = os.path.join(d, "tou\ncher")
+        shutil.copy(TOUCHER, prog)
+        r = sample_json(["-e", "cpu-clock", "--", prog, "burn", "300"])
+    check_accounting(r)
+    site = r["code_sites"]["top"][0]
+    assert (site["function"], site["module"]) == ("burn_cpu", "tou\ncher"), f"top site: {site}"
+
+
+def test_many_processes():
+    """Each process is named with its files open, then closed: 40 of them
+    under a limit of 64 open files are all named (but for a sample in a
+    PLT stub, which has no symbol)."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    err = []
+    r = sample_json(["-e", "cpu-clock", "-n", "1000", "--", "sh", "-c",
+                     f"for i in $(seq 40); do {TOUCHER} burn 20; done"],
+                    preexec_fn=limit, stderr=err)
+    check_accounting(r)
+    unnamed = [s for s in r["code_sites"]["top"]
+               if s["module"] == "toucher" and s["function"] == "[unknown]"]
+    assert sum(s["samples"] for s in unnamed) <= r["samples"] // 100, \
+        f"toucher's code unnamed: {unnamed}; stderr: {err[0].strip()}"
+    site = r["code_sites"]["top"][0]
+    assert (site["function"], site["module"]) == ("burn_cpu", "toucher"), f"top site: {site}"
+    assert "Too many open files" not in err[0], err[0]
+
+
+def max_rss_kib(args):
+    """Run htmm-sample with args; its peak RSS, in KiB.  (In a build with
+    AddressSanitizer, what it frees is held in quarantine: not here.)"""
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=0").lstrip(":")
+    p = subprocess.Popen([SAMPLER] + args, stdin=subprocess.DEVNULL, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        err = p.stderr.read().decode()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        if p.returncode is None:
+            p.kill()
+            p.wait()
+    check_can_sample(subprocess.CompletedProcess([], p.returncode, "", err))
+    assert p.returncode == 0, f"exit status {p.returncode}: {err.strip()}"
+    return usage.ru_maxrss
+
+
+def test_side_band_memory():
+    """The mapping records are replayed and freed as sampling goes: 200000
+    of them take no more memory than 100."""
+    small = max_rss_kib(["-o", os.devnull, "--", TOUCHER, "remap", "100"])
+    big = max_rss_kib(["-o", os.devnull, "--", TOUCHER, "remap", "200000"])
+    # Kept whole, they would take 88 bytes each: 17 MiB.
+    assert big - small < 6 << 10, f"{big} KiB for 200000 mappings, {small} KiB for 100"
+
+
 TESTS = [
     ("htmm-sample --help", test_help),
     ("htmm-sample --version", test_version),
@@ -290,6 +452,11 @@ TESTS = [
     ("cpu-clock with callchains: burn_cpu called by main", test_cpu_clock_callchain),
     ("children and their exec are followed", test_children_followed),
     ("with -d: the sampling and the command end in time", test_duration),
+    ("SIGINT, to the group or alone: exit 0, ended by signal, every time", test_sigint),
+    ("with -d: a command ignoring SIGTERM is killed, the time is -d's", test_duration_kill),
+    ("a file name with a newline is named", test_newline_in_name),
+    ("40 processes under a 64-file limit: all named", test_many_processes),
+    ("200000 mappings: the side band's memory stays bounded", test_side_band_memory),
 ]
 
 

@@ -294,16 +294,16 @@ static bool take_weight(struct cursor *cur, uint64_t type,
 int perf_sample_parse(uint64_t t, const struct perf_event_header *rec,
 		      struct perf_sample *s)
 {
-	struct cursor cur = {
-		.p = (const uint64_t *)(rec + 1),
-		.end = (const uint64_t *)(rec + 1) + (rec->size - HDR_SIZE) / WORD,
-	};
+	struct cursor cur;
 	uint64_t identifier = 0;
 	uint32_t res;
 
 	memset(s, 0, sizeof(*s));
 	if (rec->size < HDR_SIZE || !perf_sample_type_ok(t))
 		return -1;
+	/* Only now that the size is known to cover the header. */
+	cur.p = (const uint64_t *)(rec + 1);
+	cur.end = cur.p + (rec->size - HDR_SIZE) / WORD;
 
 	/* The order of perf_output_sample(). */
 	if (!take_u64(&cur, t, PERF_SAMPLE_IDENTIFIER, &identifier) ||

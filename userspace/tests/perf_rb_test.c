@@ -431,7 +431,15 @@ union rec {
 	uint64_t w[64];
 };
 
-/* A sample with every field the parser knows, in the kernel's order. */
+/*
+ * A sample with every field the parser knows, in the kernel's order.  The
+ * kernel writes the same value for IDENTIFIER and ID: here they differ, as
+ * every field does, so that a field read in another's place shows.
+ */
+#define FULL_IDENTIFIER	0x1d
+#define FULL_ID		0x2e
+#define FULL_TRANSACTION 0x83
+
 static size_t build_full_sample(union rec *r)
 {
 	uint64_t *w = r->w;
@@ -439,13 +447,13 @@ static size_t build_full_sample(union rec *r)
 	union perf_sample_weight weight = { .full = 0 };
 	uint32_t u32[2];
 
-	w[n++] = 0x1d;				/* IDENTIFIER */
+	w[n++] = FULL_IDENTIFIER;		/* IDENTIFIER */
 	w[n++] = 0x401000;			/* IP */
 	u32[0] = 1234; u32[1] = 1235;		/* TID */
 	memcpy(&w[n++], u32, sizeof(u32));
 	w[n++] = 999999;			/* TIME */
 	w[n++] = 0x7f0000001000;		/* ADDR */
-	w[n++] = 0x1d;				/* ID */
+	w[n++] = FULL_ID;			/* ID */
 	w[n++] = 0x5d;				/* STREAM_ID */
 	u32[0] = 3; u32[1] = 0;			/* CPU */
 	memcpy(&w[n++], u32, sizeof(u32));
@@ -461,7 +469,7 @@ static size_t build_full_sample(union rec *r)
 	weight.var2_w = 40;
 	w[n++] = weight.full;
 	w[n++] = 0x68100142;			/* DATA_SRC */
-	w[n++] = 0;				/* TRANSACTION */
+	w[n++] = FULL_TRANSACTION;		/* TRANSACTION */
 	w[n++] = 0x12345000;			/* PHYS_ADDR */
 	w[n++] = 77;				/* CGROUP */
 	w[n++] = 4096;				/* DATA_PAGE_SIZE */
@@ -483,7 +491,8 @@ static void test_sample_fields(void)
 	EXPECT_EQ(1235, s.tid);
 	EXPECT_EQ(999999, s.time);
 	EXPECT_EQ(0x7f0000001000, s.addr);
-	EXPECT_EQ(0x1d, s.id);
+	/* With both, the ID is the ID's, not the IDENTIFIER's. */
+	EXPECT_EQ(FULL_ID, s.id);
 	EXPECT_EQ(0x5d, s.stream_id);
 	EXPECT_EQ(3, s.cpu);
 	EXPECT_EQ(100, s.period);
@@ -494,10 +503,35 @@ static void test_sample_fields(void)
 	EXPECT_EQ(250, s.weight);
 	EXPECT_EQ(40, s.ins_lat);
 	EXPECT_EQ(0x68100142, s.data_src);
+	EXPECT_EQ(FULL_TRANSACTION, s.transaction);
 	EXPECT_EQ(0x12345000, s.phys_addr);
 	EXPECT_EQ(77, s.cgroup);
 	EXPECT_EQ(4096, s.data_page_size);
 	EXPECT_EQ(2 << 20, s.code_page_size);
+}
+
+/* IDENTIFIER without ID: the first word, and the ID of the sample. */
+static void test_sample_identifier(void)
+{
+	union rec r = { .w = { 0, FULL_IDENTIFIER, 0x401000, FULL_ID } };
+	struct perf_sample s;
+
+	r.hdr.type = PERF_RECORD_SAMPLE;
+	r.hdr.size = 3 * sizeof(uint64_t);
+	ASSERT_EQ(0, perf_sample_parse(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP,
+				       &r.hdr, &s));
+	EXPECT_EQ(FULL_IDENTIFIER, s.id);
+	EXPECT_EQ(0x401000, s.ip);
+	/* ID alone: the word after the IP, as STREAM_ID is the next. */
+	r.w[1] = 0x401000;
+	r.w[2] = FULL_ID;
+	r.w[3] = 0x5d;
+	r.hdr.size = 4 * sizeof(uint64_t);
+	ASSERT_EQ(0, perf_sample_parse(PERF_SAMPLE_IP | PERF_SAMPLE_ID |
+				       PERF_SAMPLE_STREAM_ID, &r.hdr, &s));
+	EXPECT_EQ(0x401000, s.ip);
+	EXPECT_EQ(FULL_ID, s.id);
+	EXPECT_EQ(0x5d, s.stream_id);
 }
 
 static void test_sample_bounds(void)
@@ -586,6 +620,62 @@ static void test_sample_id(void)
 	EXPECT_EQ(-1, perf_sample_id_parse(type, &rec.hdr, 0, &id));
 }
 
+/* Every field a trailer can have, each of its own value, in their order. */
+static void test_sample_id_all_fields(void)
+{
+	const uint64_t type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP |
+			      PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			      PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID |
+			      PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	/* FORK: { pid, ppid, tid, ptid, time } then the trailer. */
+	struct {
+		struct perf_event_header hdr;
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+		uint32_t id_pid, id_tid;
+		uint64_t id_time, id_id, id_stream_id;
+		uint32_t id_cpu, res;
+		uint64_t id_identifier;
+	} rec = {
+		.hdr = { .type = PERF_RECORD_FORK, .size = sizeof(rec) },
+		.pid = 20, .ppid = 10, .tid = 20, .ptid = 10, .time = 5,
+		.id_pid = 21, .id_tid = 22, .id_time = 987654321,
+		.id_id = FULL_ID, .id_stream_id = 0x5d, .id_cpu = 7,
+		.id_identifier = FULL_IDENTIFIER,
+	};
+	/* Only the IDENTIFIER of them, after the TID. */
+	struct {
+		struct perf_event_header hdr;
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+		uint32_t id_pid, id_tid;
+		uint64_t id_identifier;
+	} rec2 = {
+		.hdr = { .type = PERF_RECORD_FORK, .size = sizeof(rec2) },
+		.id_pid = 31, .id_tid = 32, .id_identifier = FULL_IDENTIFIER,
+	};
+	struct perf_sample_id id;
+
+	/* IP and PERIOD are no part of it. */
+	EXPECT_EQ(6 * sizeof(uint64_t), perf_sample_id_size(type));
+	ASSERT_EQ(0, perf_sample_id_parse(type, &rec.hdr, 24, &id));
+	EXPECT_EQ(21, id.pid);
+	EXPECT_EQ(22, id.tid);
+	EXPECT_EQ(987654321, id.time);
+	/* With both, the ID is the ID's, not the IDENTIFIER's. */
+	EXPECT_EQ(FULL_ID, id.id);
+	EXPECT_EQ(0x5d, id.stream_id);
+	EXPECT_EQ(7, id.cpu);
+
+	ASSERT_EQ(0, perf_sample_id_parse(PERF_SAMPLE_TID | PERF_SAMPLE_IDENTIFIER,
+					  &rec2.hdr, 24, &id));
+	EXPECT_EQ(31, id.pid);
+	EXPECT_EQ(32, id.tid);
+	EXPECT_EQ(FULL_IDENTIFIER, id.id);
+	EXPECT_EQ(0, id.stream_id);
+	EXPECT_EQ(0, id.time);
+}
+
 /* ---- the kernel's own output ---- */
 
 static void test_real_output(void)
@@ -668,9 +758,11 @@ static const struct {
 	{ "reader: LOST, LOST_SAMPLES, THROTTLE, UNTHROTTLE, other", test_lost_throttle },
 	{ "reader: a budget leaves the rest unread", test_budget },
 	{ "parser: every field in the kernel's order", test_sample_fields },
+	{ "parser: IDENTIFIER without ID, ID and STREAM_ID alone", test_sample_identifier },
 	{ "parser: records too short for their fields", test_sample_bounds },
 	{ "parser: sample types it cannot walk are refused", test_sample_types },
 	{ "parser: the sample_id_all trailer", test_sample_id },
+	{ "parser: a trailer with ID, STREAM_ID and IDENTIFIER", test_sample_id_all_fields },
 	{ "reader: a page-fault sample the kernel wrote", test_real_output },
 };
 

@@ -5,8 +5,13 @@
  *
  *   toucher [-w] touch MIB   write one byte of each page of MIB MiB of
  *                            fresh anonymous memory, in touch_pages(): one
- *                            page fault per page (no huge pages)
+ *                            page fault per page (no huge pages); the
+ *                            memory is a mapping of its own, between two
+ *                            PROT_NONE guard pages, so that the kernel
+ *                            cannot merge it with the memory around it
  *   toucher [-w] burn MS     spin for MS milliseconds in burn_cpu()
+ *   toucher [-w] remap N     map a page, touch it and unmap it, N times,
+ *                            in remap_pages(): N mappings, N page faults
  *
  * With -w it prints "ready PID" once its memory is mapped, and waits for a
  * byte on its standard input before it goes on, so that a test can start a
@@ -28,7 +33,8 @@
 
 static void __attribute__((noreturn)) usage(void)
 {
-	fprintf(stderr, "usage: toucher [-w] touch MIB | toucher [-w] burn MS\n");
+	fprintf(stderr, "usage: toucher [-w] touch MIB | toucher [-w] burn MS | "
+		"toucher [-w] remap N\n");
 	exit(2);
 }
 
@@ -38,6 +44,37 @@ static __attribute__((noinline)) void touch_pages(volatile char *p, size_t len,
 {
 	for (size_t off = 0; off < len; off += page)
 		p[off] = 1;
+}
+
+/*
+ * len bytes of fresh anonymous memory between two PROT_NONE pages: a
+ * mapping of its own, whatever the memory around it (a sanitizer's, say)
+ * may be, since a mapping merges only with one of the same protection.
+ */
+static char *map_guarded(size_t len, size_t page)
+{
+	char *g = mmap(NULL, len + 2 * page, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (g == MAP_FAILED)
+		return MAP_FAILED;
+	return mmap(g + page, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
+/* One mapping and one fault per round: the sampler's side band grows. */
+static __attribute__((noinline)) int remap_pages(unsigned long n, size_t page)
+{
+	for (unsigned long i = 0; i < n; i++) {
+		volatile char *p = mmap(NULL, page, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return -1;
+		p[0] = 1;
+		munmap((void *)p, page);
+	}
+	return 0;
 }
 
 static double now(void)
@@ -106,8 +143,7 @@ int main(int argc, char **argv)
 
 	if (!strcmp(argv[1], "touch")) {
 		size_t len = n * MIB, page = sysconf(_SC_PAGESIZE);
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p = map_guarded(len, page);
 
 		if (p == MAP_FAILED) {
 			perror("toucher: mmap");
@@ -120,6 +156,16 @@ int main(int argc, char **argv)
 			wait_for_go();
 		touch_pages(p, len, page);
 		printf("touched %zu pages\n", len / page);
+		return 0;
+	}
+	if (!strcmp(argv[1], "remap")) {
+		if (wait)
+			wait_for_go();
+		if (remap_pages(n, sysconf(_SC_PAGESIZE))) {
+			perror("toucher: mmap");
+			return 1;
+		}
+		printf("remapped %lu pages\n", n);
 		return 0;
 	}
 	if (!strcmp(argv[1], "burn")) {
