@@ -13,7 +13,8 @@
 #        output (TAP) to a second serial port, saved in --tap.
 # demo:  the guest runs the demonstration and prints it here; the whole
 #        console is also kept in --log.
-# bench: the same with the sampling benchmark (qemu/bench-sampling.sh).
+# bench: the same with a benchmark (qemu/bench-*.sh); with --tap, its
+#        results are written to the second serial port, saved there.
 # shell: an interactive shell on the serial console (Ctrl-A X quits QEMU).
 #
 # Exit status: QEMU's, or 124 when the guest ran over --timeout.
@@ -97,6 +98,12 @@ demo|bench)
 	args+=(-monitor none
 	       -chardev "stdio,id=con,signal=on,logfile=$log" -serial chardev:con)
 	cmdline="$cmdline loglevel=4"
+	# A bench's results, apart from what it prints.
+	if [ -n "$tap" ]; then
+		: > "$tap"
+		args+=(-chardev "file,id=out,path=$tap" -serial chardev:out)
+		cmdline="$cmdline htmm_bench_out=1"
+	fi
 	;;
 shell)
 	args+=(-serial mon:stdio)

@@ -46,6 +46,7 @@ install -m 755 "$here/init" "$root/init"
 install -m 755 "$here/demo.sh" "$root/usr/share/htmm/demo.sh"
 install -m 755 "$here/bench-sampling.sh" "$root/usr/share/htmm/bench-sampling.sh"
 install -m 755 "$here/bench-tiering.sh" "$root/usr/share/htmm/bench-tiering.sh"
+install -m 755 "$here/bench-compare.sh" "$root/usr/share/htmm/bench-compare.sh"
 cp -a "$kst/." "$root/kselftest/"
 if [ -d "$usr" ]; then
 	find "$usr" -maxdepth 1 -type f -perm -u+x -exec cp {} "$root/usr/bin/" \;

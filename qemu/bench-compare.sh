@@ -1,0 +1,263 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The tiering benchmark, run inside the guest by `make bench`: every
+# workload of htmm-workload (hotset, zipf, phase) under every tiering system
+# the kernel has, one after the other in this boot:
+#
+#   none                no tiering: where the first touch put the pages
+#   numa-tiering        NUMA balancing in memory-tiering mode (numa_balancing
+#                       = 2) with demotion enabled, as a user gets it
+#   numa-tiering-tuned  the same with the promotion rate limit its
+#                       documentation recommends: a tenth of the slow node's
+#                       write bandwidth (from HMAT)
+#   damon               DAMON on physical memory, with its default monitoring
+#                       intervals: migrate_hot of node 1's accessed regions
+#                       to node 0, migrate_cold of node 0's unaccessed ones
+#                       to node 1, nothing else set
+#   damon-tuned         the same schemes with the safeguards DAMOS's
+#                       documentation offers for them: 'young' page filters
+#                       (promote only pages accessed since the last check,
+#                       demote only those not) and a size quota of 200 MiB/s
+#                       per scheme
+#   htmm                htmm-launch, htmm's defaults
+#   htmm-tuned          the same with ksamplingd's cpu quota at 20% of a cpu
+#                       instead of 3%: under QEMU's emulation the kernel runs
+#                       tens of times slower than on hardware, and the peers
+#                       have no such cap (the kselftests run with this quota)
+#
+# The buffer is first touched on node 1 (the slow tier); node 0 is smaller
+# than it, so placement matters.  The raw figures go to the second serial
+# port (or stdout) as files between "@@ BEGIN name" and "@@ END name" lines;
+# qemu/bench-report.py turns them into bench-results/.
+#
+#   bench-compare.sh [SIZE] [HOTSIZE] [SECONDS] [WORKLOADS] [SYSTEMS]
+#
+# WORKLOADS and SYSTEMS are comma-separated subsets of the lists above.
+
+size=${1:-768M}
+hot=${2:-64M}
+secs=${3:-40}
+workloads=$(echo "${4:-hotset,zipf,phase}" | tr , ' ')
+systems=$(echo "${5:-none,numa-tiering,numa-tiering-tuned,damon,damon-tuned,htmm,htmm-tuned}" | tr , ' ')
+DAMON=/sys/kernel/mm/damon/admin
+HTMM=/sys/kernel/mm/htmm
+# The results go to the second serial port when the host gave one.
+out=/dev/stdout
+[ -n "$HTMM_BENCH_OUT" ] && out=/dev/ttyS1
+
+log() { echo "bench: $*"; }
+die() { echo "bench: error: $*"; exit 1; }
+# A system that cannot be set up: its runs fail, the others go on.
+fail() { echo "bench: error: $*"; return 1; }
+vmstat() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' /proc/vmstat; }
+
+# The physical range of a node's memory, "start end" in bytes, from the
+# spans of its populated zones.
+node_range() {
+	awk -v n="$1" '
+		/^Node/ { node = $2 + 0; sub(",", "", node) }
+		node == n && $1 == "spanned" { spanned = $2 }
+		node == n && $1 == "start_pfn:" && spanned > 0 {
+			if (lo == "" || $2 < lo) lo = $2
+			if ($2 + spanned > hi) hi = $2 + spanned
+		}
+		END { if (lo != "") printf "%.0f %.0f\n", lo * 4096, hi * 4096 }
+	' /proc/zoneinfo
+}
+
+# The kernel threads whose cpu time counts as tiering cost.
+kthreads() {
+	for p in /proc/[0-9]*; do
+		case "$(cat "$p/comm" 2>/dev/null)" in
+		ksamplingd|kmigraterd|kswapd*|kdamond.*) echo "${p#/proc/}" ;;
+		esac
+	done | paste -sd, -
+}
+
+# One DAMOS scheme: damon_scheme DIR ACTION TARGET_NID MIN_ACC MAX_ACC TUNED
+damon_scheme() {
+	s=$1
+	echo "$2" > "$s/action"
+	echo "$3" > "$s/target_nid"
+	# Every region size and age: the sysfs defaults are 0 to 0, which no
+	# region matches.
+	echo 0 > "$s/access_pattern/sz/min"
+	echo 18446744073709551615 > "$s/access_pattern/sz/max"
+	echo 0 > "$s/access_pattern/age/min"
+	echo 4294967295 > "$s/access_pattern/age/max"
+	echo "$4" > "$s/access_pattern/nr_accesses/min"
+	echo "$5" > "$s/access_pattern/nr_accesses/max"
+	if [ "$6" = tuned ]; then
+		echo 1000 > "$s/quotas/reset_interval_ms"
+		echo $((200 << 20)) > "$s/quotas/bytes"
+		echo 1 > "$s/filters/nr_filters"
+		echo young > "$s/filters/0/type"
+		# Filter out (skip) the pages that do (cold) or do not (hot)
+		# match 'young'.
+		if [ "$2" = migrate_hot ]; then
+			echo N > "$s/filters/0/matching"
+		else
+			echo Y > "$s/filters/0/matching"
+		fi
+	fi
+}
+
+# DAMON on physical memory: one kdamond per node (a kdamond has one
+# context in 6.12), each with one scheme.  $1: "tuned" or "".
+damon_on() {
+	tuned=$1
+	[ -d $DAMON ] || fail "DAMON's sysfs interface is not in this kernel" || return
+	echo 2 > $DAMON/kdamonds/nr_kdamonds
+	for k in 0 1; do
+		# kdamond 0 watches node 1 and promotes; kdamond 1 watches
+		# node 0 and demotes.
+		node=$((1 - k))
+		set -- $(node_range $node)
+		[ $# -eq 2 ] || fail "no memory on node $node in /proc/zoneinfo" || return
+		c=$DAMON/kdamonds/$k/contexts
+		echo 1 > $c/nr_contexts
+		echo paddr > $c/0/operations
+		echo 1 > $c/0/targets/nr_targets
+		echo 1 > $c/0/targets/0/regions/nr_regions
+		echo "$1" > $c/0/targets/0/regions/0/start
+		echo "$2" > $c/0/targets/0/regions/0/end
+		echo 1 > $c/0/schemes/nr_schemes
+		if [ $k -eq 0 ]; then
+			damon_scheme $c/0/schemes/0 migrate_hot 0 1 4294967295 "$tuned"
+		else
+			damon_scheme $c/0/schemes/0 migrate_cold 1 0 0 "$tuned"
+		fi
+		echo on > $DAMON/kdamonds/$k/state || fail "kdamond $k did not start" || return
+	done
+}
+
+damon_off() {
+	[ -d $DAMON ] || return 0
+	for k in 0 1; do
+		[ -e $DAMON/kdamonds/$k/state ] && echo off > $DAMON/kdamonds/$k/state
+	done
+	echo 0 > $DAMON/kdamonds/nr_kdamonds
+}
+
+# Bytes DAMOS applied its action to, over both schemes (the files show
+# the figures of the last update_schemes_stats).
+damon_applied() {
+	for k in 0 1; do
+		[ -e $DAMON/kdamonds/$k/state ] &&
+			echo update_schemes_stats > $DAMON/kdamonds/$k/state
+	done
+	cat $DAMON/kdamonds/[01]/contexts/0/schemes/0/stats/sz_applied 2>/dev/null |
+		awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+
+system_on() {
+	case "$1" in
+	none) ;;
+	numa-tiering|numa-tiering-tuned)
+		echo 2 > /proc/sys/kernel/numa_balancing || fail "no NUMA balancing" || return
+		echo true > /sys/kernel/mm/numa/demotion_enabled
+		if [ "$1" = numa-tiering-tuned ]; then
+			bw=$(cat /sys/devices/system/node/node1/access0/initiators/write_bandwidth)
+			echo $((bw / 10)) > /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps
+		fi
+		;;
+	damon) damon_on "" ;;
+	damon-tuned) damon_on tuned ;;
+	htmm|htmm-tuned)
+		[ -d $HTMM ] || fail "htmm is not in this kernel" || return
+		[ "$1" = htmm ] || echo 200 > $HTMM/cpu_quota
+		;;
+	*) fail "unknown system '$1'" ;;
+	esac
+}
+
+system_off() {
+	echo 0 > /proc/sys/kernel/numa_balancing
+	echo false > /sys/kernel/mm/numa/demotion_enabled
+	echo "$rate0" > /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps
+	case "$1" in damon*) damon_off ;; esac
+	[ -d $HTMM ] && echo "$quota0" > $HTMM/cpu_quota
+}
+
+rate0=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps)
+quota0=$(cat $HTMM/cpu_quota 2>/dev/null)
+# The baseline: no tiering at all.  NUMA balancing's normal mode (on at boot
+# by default) would move pages to the cpus' node as well.
+system_off none
+COUNTERS="pgmigrate_success pgpromote_success pgdemote_kswapd pgdemote_direct htmm_promoted htmm_demoted"
+
+log "$(uname -r), node 0 $HTMM_FAST_MEM_MB MiB (fast), node 1 $HTMM_SLOW_MEM_MB MiB (slow)," \
+	"$(nproc) cpus; workloads: $workloads; systems: $systems;" \
+	"buffer $size, hot set $hot, $secs s each"
+runs=/tmp/runs.tsv
+{
+	printf 'workload\tsystem\tseconds\tstatus\tfast_free_mb'
+	for k in $COUNTERS; do printf '\t%s' "$k"; done
+	printf '\tdamon_applied_bytes\n'
+} > $runs
+
+names=""
+for wl in $workloads; do
+	for sys in $systems; do
+		system_off "$sys"
+		if ! system_on "$sys"; then
+			system_off "$sys"
+			printf '%s\t%s\t%s\t125\t0' "$wl" "$sys" "$secs" >> $runs
+			for k in $COUNTERS; do printf '\t0' >> $runs; done
+			printf '\t0\n' >> $runs
+			echo "t_s,ops,ops_per_s,hot_fast_pct,cold_fast_pct,hit_pct,phase,task_sys_ms,kthread_ms" \
+				> "/tmp/series-$wl-$sys.csv"
+			names="$names $wl-$sys"
+			continue
+		fi
+		sync
+		free_mb=$(awk '/MemFree/ { print int($4 / 1024) }' /sys/devices/system/node/node0/meminfo)
+		for k in $COUNTERS; do eval "c0_$k=\$(vmstat $k)"; done
+		cmd="htmm-workload -w $wl -s $size -k $hot -t $secs -n 1 -f 0 -K $(kthreads)"
+		case "$sys" in htmm*) cmd="htmm-launch -q -- $cmd" ;; esac
+		log "$wl under $sys: $cmd"
+		# htmm's view of the session, its last second kept for the log.
+		if [ -d $HTMM ]; then
+			while :; do
+				for d in /sys/kernel/mm/htmm/sessions/[0-9]*; do
+					[ -d "$d" ] && (cd "$d" && grep -s . * > /tmp/session.new) &&
+						mv /tmp/session.new /tmp/session.txt
+				done
+				sleep 1
+			done &
+			watcher=$!
+		fi
+		$cmd > "/tmp/series-$wl-$sys.csv" 2>/tmp/run.err
+		rc=$?
+		if [ -d $HTMM ]; then
+			kill $watcher
+			wait $watcher 2>/dev/null
+			[ -f /tmp/session.txt ] &&
+				echo "bench: the session's last figures: $(tr '\n' ' ' < /tmp/session.txt)"
+			rm -f /tmp/session.txt
+		fi
+		applied=$(damon_applied)
+		system_off "$sys"
+		sed 's/^/bench: /' /tmp/run.err
+		[ $rc -eq 0 ] || log "$wl under $sys failed with status $rc"
+		tail -n 1 "/tmp/series-$wl-$sys.csv" | sed "s/^/bench: last row: /"
+		row=$(printf '%s\t%s\t%s\t%s\t%s' "$wl" "$sys" "$secs" "$rc" "$free_mb")
+		for k in $COUNTERS; do
+			eval "v=\$(( \$(vmstat $k) - c0_$k ))"
+			row=$(printf '%s\t%s' "$row" "$v")
+		done
+		printf '%s\t%s\n' "$row" "${applied:-0}" >> $runs
+		names="$names $wl-$sys"
+		# Let the freed memory settle before the next run.
+		sleep 2
+	done
+done
+
+emit() { echo "@@ BEGIN $2"; cat "$1"; echo "@@ END $2"; }
+{
+	emit $runs runs.tsv
+	for r in $names; do emit "/tmp/series-$r.csv" "series/$r.csv"; done
+	echo "@@ DONE"
+} > $out
+log "done"

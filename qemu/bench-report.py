@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn the raw output of the tiering benchmark into tables and plots.
+
+    bench-report.py RAW OUTDIR
+
+RAW is what qemu/bench-compare.sh wrote in the guest: files between
+"@@ BEGIN name" and "@@ END name" lines (runs.tsv, and series/W-S.csv for
+each workload W and system S), ending with "@@ DONE".  OUTDIR receives those
+files, and:
+
+  summary.tsv  one row per system and workload, the hot-set workload first:
+               system workload time_to_90pct_s final_hot_in_fast_pct
+               fast_hit_ratio_pct pages_migrated kthread_cpu_pct
+               throughput_ops_s
+  detail.tsv   what the summary derives from, and the first phase of the
+               phase-change workload
+  plots/W.png  the hot set's share on the fast node over time, one line per
+               system (gnuplot), and plots/W.gp, the script that drew it
+
+Definitions (docs/benchmarks.md says more):
+  time_to_90pct_s     seconds until 90% of the hot set was on the fast node
+                      (for phase: of the moved hot set, from the move); inf
+                      if never
+  fast_hit_ratio_pct  the access-weighted share of accesses to pages on the
+                      fast node, averaged over the run's seconds
+  pages_migrated      pgmigrate_success over the run: every page moved, both
+                      ways
+  kthread_cpu_pct     cpu of the tiering threads (ksamplingd, kmigraterd,
+                      kdamond.*, kswapd*) plus the workload's system time
+                      beyond what it had with no tiering (NUMA balancing's
+                      scanning and hint faults, htmm's hint faults), as a
+                      share of one cpu over the run
+  throughput_ops_s    the workload's operations per second over the run
+"""
+
+import csv
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+WORKLOAD_ORDER = ["hotset", "zipf", "phase"]
+SYSTEM_ORDER = ["none", "numa-tiering", "numa-tiering-tuned", "damon", "damon-tuned", "htmm",
+                "htmm-tuned"]
+SUMMARY_HEADER = ["system", "workload", "time_to_90pct_s", "final_hot_in_fast_pct",
+                  "fast_hit_ratio_pct", "pages_migrated", "kthread_cpu_pct",
+                  "throughput_ops_s"]
+
+
+class BenchError(Exception):
+    pass
+
+
+def split_files(text):
+    """{name: content} of the files in the raw stream; fails if it is cut."""
+    files, name, lines = {}, None, []
+    done = False
+    for line in text.splitlines():
+        line = line.rstrip("\r")
+        if line.startswith("@@ BEGIN "):
+            name, lines = line[len("@@ BEGIN "):].strip(), []
+        elif line.startswith("@@ END ") and name:
+            files[name] = "\n".join(lines) + "\n"
+            name = None
+        elif line.startswith("@@ DONE"):
+            done = True
+        elif name is not None:
+            lines.append(line)
+    if not done:
+        raise BenchError("the guest's output stops before its end (@@ DONE)")
+    if "runs.tsv" not in files:
+        raise BenchError("no runs.tsv in the guest's output")
+    return files
+
+
+def order(workload, system):
+    def idx(lst, x):
+        return lst.index(x) if x in lst else len(lst)
+    return (idx(WORKLOAD_ORDER, workload), workload, idx(SYSTEM_ORDER, system), system)
+
+
+def first_at(rows, start, pred):
+    """Seconds from @start to the first row at or after it where pred holds."""
+    for r in rows:
+        if r["t_s"] >= start and pred(r):
+            return r["t_s"] - start
+    return math.inf
+
+
+def analyse(run, rows, none_sys_ms):
+    """The summary and detail figures of one run."""
+    if len(rows) < 2:
+        raise BenchError(f"{run['workload']} under {run['system']}: "
+                         f"{len(rows)} rows of figures (status {run['status']})")
+    first, last = rows[0], rows[-1]
+    secs = last["t_s"] - first["t_s"]
+    hot90 = lambda r: r["hot_fast_pct"] >= 90  # noqa: E731
+    if run["workload"] == "phase":
+        moved = min((r["t_s"] for r in rows if r["phase"] == 2), default=None)
+        # The move happens right after the last row of the first phase.
+        switch = max(r["t_s"] for r in rows if r["phase"] == 1)
+        t90 = first_at(rows, switch, lambda r: r["phase"] == 2 and hot90(r)) \
+            if moved is not None else math.inf
+        t90_first = first_at([r for r in rows if r["phase"] == 1], 0, hot90)
+    else:
+        t90 = first_at(rows, 0, hot90)
+        t90_first = t90
+    sys_ms = last["task_sys_ms"] - first["task_sys_ms"]
+    kth_ms = last["kthread_ms"] - first["kthread_ms"]
+    extra_sys = max(0.0, sys_ms - none_sys_ms) if none_sys_ms is not None else 0.0
+    measured = rows[1:]
+    return {
+        "time_to_90pct_s": t90,
+        "first_phase_time_to_90pct_s": t90_first,
+        "final_hot_in_fast_pct": last["hot_fast_pct"],
+        "final_cold_in_fast_pct": last["cold_fast_pct"],
+        "fast_hit_ratio_pct": sum(r["hit_pct"] for r in measured) / len(measured),
+        "pages_migrated": run["pgmigrate_success"],
+        "kthread_ms": kth_ms,
+        "task_sys_ms": sys_ms,
+        "extra_task_sys_ms": extra_sys,
+        "kthread_cpu_pct": 100.0 * (kth_ms + extra_sys) / (secs * 1000.0),
+        "throughput_ops_s": last["ops"] / secs,
+    }
+
+
+def fmt(v, digits=1):
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf"
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def read_series(text):
+    rows = []
+    for r in csv.DictReader(text.splitlines()):
+        rows.append({k: float(v) for k, v in r.items()})
+    return rows
+
+
+def plot(outdir, workload, systems, series_dir):
+    """plots/W.png: the hot set's share on the fast node, per system."""
+    plots = os.path.join(outdir, "plots")
+    os.makedirs(plots, exist_ok=True)
+    gp = os.path.join(plots, f"{workload}.gp")
+    png = os.path.join(plots, f"{workload}.png")
+    title = {"hotset": "hot set", "zipf": "Zipf (the most probable pages)",
+             "phase": "phase change (the hot set moves halfway)"}.get(workload, workload)
+    lines = [
+        "set terminal pngcairo size 900,540 font 'sans,10'",
+        f"set output '{png}'",
+        f"set title 'Share of the hot set on the fast node: {title}'",
+        "set xlabel 'seconds'",
+        "set ylabel 'hot set on node 0 (%)'",
+        "set yrange [0:105]",
+        "set key bottom right",
+        "set grid",
+        "set datafile separator ','",
+    ]
+    parts = [f"'{os.path.join(series_dir, f'{workload}-{s}.csv')}' using 1:4 "
+             f"with linespoints pointsize 0.5 title '{s}'" for s in systems]
+    lines.append("plot " + ", \\\n     ".join(parts))
+    with open(gp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if not shutil.which("gnuplot"):
+        raise BenchError("gnuplot is missing: run 'make deps' (installs gnuplot-nox)")
+    subprocess.run(["gnuplot", gp], check=True)
+    return png
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    raw, outdir = sys.argv[1], sys.argv[2]
+    with open(raw, errors="replace") as f:
+        files = split_files(f.read())
+
+    os.makedirs(os.path.join(outdir, "series"), exist_ok=True)
+    for name, content in files.items():
+        if name != "runs.tsv" and not name.startswith("series/"):
+            continue
+        if ".." in name.split("/"):
+            raise BenchError(f"bad file name {name!r} in the guest's output")
+        with open(os.path.join(outdir, name), "w") as f:
+            f.write(content)
+
+    runs = []
+    for r in csv.DictReader(files["runs.tsv"].splitlines(), delimiter="\t"):
+        runs.append({k: (v if k in ("workload", "system") else int(v)) for k, v in r.items()})
+    if not runs:
+        raise BenchError("runs.tsv has no run")
+    runs.sort(key=lambda r: order(r["workload"], r["system"]))
+
+    series = {}
+    for r in runs:
+        name = f"series/{r['workload']}-{r['system']}.csv"
+        if name not in files:
+            raise BenchError(f"no {name} in the guest's output")
+        series[(r["workload"], r["system"])] = read_series(files[name])
+
+    summary, detail = [], []
+    for r in runs:
+        rows = series[(r["workload"], r["system"])]
+        none = series.get((r["workload"], "none"))
+        none_ms = none[-1]["task_sys_ms"] - none[0]["task_sys_ms"] if none else None
+        if r["status"] != 0 and len(rows) < 2:
+            # The system could not be set up, or the workload failed early.
+            summary.append([r["system"], r["workload"]] + ["failed"] * 6)
+            detail.append({"system": r["system"], "workload": r["workload"],
+                           "status": r["status"]})
+            continue
+        a = analyse(r, rows, none_ms)
+        summary.append([r["system"], r["workload"], fmt(a["time_to_90pct_s"], 0),
+                        fmt(a["final_hot_in_fast_pct"]), fmt(a["fast_hit_ratio_pct"]),
+                        str(a["pages_migrated"]), fmt(a["kthread_cpu_pct"], 2),
+                        fmt(a["throughput_ops_s"], 0)])
+        detail.append({
+            "system": r["system"], "workload": r["workload"], "status": r["status"],
+            "seconds": r["seconds"], "fast_free_mb_at_start": r["fast_free_mb"],
+            "first_phase_time_to_90pct_s": fmt(a["first_phase_time_to_90pct_s"], 0),
+            "final_cold_in_fast_pct": fmt(a["final_cold_in_fast_pct"]),
+            "kthread_ms": fmt(a["kthread_ms"], 0), "task_sys_ms": fmt(a["task_sys_ms"], 0),
+            "extra_task_sys_ms": fmt(a["extra_task_sys_ms"], 0),
+            "pgpromote_success": r["pgpromote_success"],
+            "pgdemote_kswapd": r["pgdemote_kswapd"], "pgdemote_direct": r["pgdemote_direct"],
+            "htmm_promoted": r["htmm_promoted"], "htmm_demoted": r["htmm_demoted"],
+            "damon_applied_mb": fmt(r["damon_applied_bytes"] / 2**20, 0),
+        })
+
+    with open(os.path.join(outdir, "summary.tsv"), "w") as f:
+        f.write("\t".join(SUMMARY_HEADER) + "\n")
+        for row in summary:
+            f.write("\t".join(row) + "\n")
+    with open(os.path.join(outdir, "detail.tsv"), "w") as f:
+        fields = max((list(d) for d in detail), key=len)
+        w = csv.DictWriter(f, fieldnames=fields, delimiter="\t", lineterminator="\n",
+                           restval="")
+        w.writeheader()
+        w.writerows(detail)
+
+    pngs = []
+    for wl in sorted({r["workload"] for r in runs}, key=lambda w: order(w, "")):
+        systems = [r["system"] for r in runs if r["workload"] == wl
+                   and len(series[(wl, r["system"])]) > 1]
+        pngs.append(plot(outdir, wl, systems, os.path.join(os.path.abspath(outdir), "series")))
+
+    widths = [max(len(SUMMARY_HEADER[i]), *(len(row[i]) for row in summary))
+              for i in range(len(SUMMARY_HEADER))]
+    for row in [SUMMARY_HEADER] + summary:
+        print("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
+                        for i, c in enumerate(row)))
+    failed = [d for d in detail if d["status"] != 0]
+    print(f"\nwritten: {outdir}/summary.tsv, detail.tsv, series/*.csv, "
+          + ", ".join(os.path.relpath(p, outdir) for p in pngs))
+    if failed:
+        print("runs that failed: " + ", ".join(f"{d['workload']}/{d['system']}" for d in failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (BenchError, OSError, ValueError, KeyError, subprocess.CalledProcessError) as e:
+        print(f"bench-report: error: {e}", file=sys.stderr)
+        sys.exit(1)
