@@ -11,7 +11,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "htmm.h"
+#include "htmm_spawn.h"
 
 #define PROG "htmm-launch"
 #define VERSION "0.1"
@@ -266,58 +266,16 @@ static void note_stop(int sig)
 	stop_signal = sig;
 }
 
-/* Read a whole int from a pipe: 1 if read, 0 at end of file, -1 on error. */
-static int read_int(int fd, int *v)
-{
-	size_t got = 0;
-
-	while (got < sizeof(*v)) {
-		ssize_t n = read(fd, (char *)v + got, sizeof(*v) - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return got ? -1 : 0;
-		got += n;
-	}
-	return 1;
-}
-
-/* The child: wait for the go, then become the command. */
-static void __attribute__((noreturn))
-child_main(char **argv, int go_fd, int err_fd, const sigset_t *mask)
-{
-	char c;
-	ssize_t n;
-	int err;
-
-	sigprocmask(SIG_SETMASK, mask, NULL);
-	do {
-		n = read(go_fd, &c, 1);
-	} while (n < 0 && errno == EINTR);
-	if (n != 1)
-		_exit(1);	/* htmm_start() failed, or the parent died */
-	execvp(argv[0], argv);
-	err = errno;
-	if (write(err_fd, &err, sizeof(err)) != sizeof(err))
-		_exit(127);
-	_exit(err == EACCES ? 126 : 127);
-}
-
 static int run_command(char **argv, int node, bool quiet)
 {
 	struct vmstat before, after;
 	struct session_fig fig = { 0 };
 	struct sigaction sa;
+	struct htmm_spawn sp;
 	sigset_t block, oldmask;
-	int go[2], errp[2], status, err, r;
+	int status, err, r;
 	double t0, t1;
 	pid_t pid;
-
-	if (pipe2(go, O_CLOEXEC) || pipe2(errp, O_CLOEXEC))
-		die_errno("pipe2");
 
 	/*
 	 * Block the forwarded signals across fork(): the parent's handlers,
@@ -329,17 +287,10 @@ static int run_command(char **argv, int node, bool quiet)
 	sigprocmask(SIG_BLOCK, &block, &oldmask);
 
 	read_vmstat(&before);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		die_errno("fork");
-	if (pid == 0) {
-		close(go[1]);
-		close(errp[0]);
-		child_main(argv, go[0], errp[1], &oldmask);
-	}
-	close(go[0]);
-	close(errp[1]);
+	/* The child waits for the go with the mask we started with. */
+	if (htmm_spawn_paused(argv, &oldmask, &sp))
+		die_errno(sp.what);
+	pid = sp.pid;
 	child_pid = pid;
 
 	/* A write to a child that died early must not kill us. */
@@ -362,22 +313,14 @@ static int run_command(char **argv, int node, bool quiet)
 		err = errno;
 		report_start_error(err);
 		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		htmm_spawn_abort(&sp);
 		return 1;
 	}
 
 	t0 = now();
-	while (write(go[1], "g", 1) < 0 && errno == EINTR)
-		;
-	close(go[1]);
-
-	r = read_int(errp[0], &err);
-	close(errp[0]);
+	r = htmm_spawn_go(&sp, &err);
 	if (r != 0) {
-		/* execvp() failed (r == 1), or the pipe did (r < 0). */
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
+		/* execvp() failed (r == 1), or the pipe did (r < 0): reaped. */
 		if (r < 0) {
 			fprintf(stderr, PROG ": %s: cannot tell whether it started\n", argv[0]);
 			return 127;

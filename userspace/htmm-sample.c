@@ -69,6 +69,7 @@
 #include <elfutils/libdwfl.h>
 #include <linux/perf_event.h>
 
+#include "htmm_spawn.h"
 #include "perf_rb.h"
 
 #define PROG "htmm-sample"
@@ -1517,44 +1518,6 @@ static void setup_signals(sigset_t *origmask, sigset_t *waitmask)
 	sigaction(SIGCHLD, &sa, NULL);
 }
 
-/* Read a whole int from a pipe: 1 if read, 0 at end of file, -1 on error. */
-static int read_int(int fd, int *v)
-{
-	size_t got = 0;
-
-	while (got < sizeof(*v)) {
-		ssize_t n = read(fd, (char *)v + got, sizeof(*v) - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n == 0 && !got ? 0 : -1;
-		got += n;
-	}
-	return 1;
-}
-
-/* The child: wait for the go, then become the command. */
-static void __attribute__((noreturn))
-child_main(char **argv, int go_fd, int err_fd, const sigset_t *mask)
-{
-	char c;
-	ssize_t n;
-	int err;
-
-	sigprocmask(SIG_SETMASK, mask, NULL);
-	do {
-		n = read(go_fd, &c, 1);
-	} while (n < 0 && errno == EINTR);
-	if (n != 1)
-		_exit(1);	/* the events could not be opened, or we died */
-	execvp(argv[0], argv);
-	err = errno;
-	if (write(err_fd, &err, sizeof(err)) != sizeof(err))
-		_exit(127);
-	_exit(err == EACCES ? 126 : 127);
-}
-
 static void reap(pid_t pid, int *status)
 {
 	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
@@ -1569,31 +1532,15 @@ static void reap(pid_t pid, int *status)
 static int start_command(struct sampler *S, const sigset_t *origmask)
 {
 	char **argv = S->o->cmd;
-	int go[2], errp[2] = { -1, -1 }, err, r, status, cpu;
+	struct htmm_spawn sp;
+	int err, r, cpu;
 	pid_t pid;
 
-	if (pipe2(go, O_CLOEXEC)) {
-		error("pipe2: %s", strerror(errno));
+	if (htmm_spawn_paused(argv, origmask, &sp)) {
+		error("%s: %s", sp.what, strerror(errno));
 		return 1;
 	}
-	fflush(NULL);
-	if (pipe2(errp, O_CLOEXEC) || (pid = fork()) < 0) {
-		error("%s: %s", errp[0] < 0 ? "pipe2" : "fork", strerror(errno));
-		close(go[0]);
-		close(go[1]);
-		if (errp[0] >= 0) {
-			close(errp[0]);
-			close(errp[1]);
-		}
-		return 1;
-	}
-	if (pid == 0) {
-		close(go[1]);
-		close(errp[0]);
-		child_main(argv, go[0], errp[1], origmask);
-	}
-	close(go[0]);
-	close(errp[1]);
+	pid = sp.pid;
 	S->child = S->target = pid;
 	/* A write to a pipe the child no longer reads fails, not kills us. */
 	signal(SIGPIPE, SIG_IGN);
@@ -1602,23 +1549,15 @@ static int start_command(struct sampler *S, const sigset_t *origmask)
 	if (err) {
 		if (err > 0)
 			open_error(S, pid, cpu, err);
-		close(go[1]);		/* the child exits without running it */
-		close(errp[0]);
-		reap(pid, &status);
+		htmm_spawn_abort(&sp);	/* it exits without running it */
 		S->child = 0;
 		return 1;
 	}
 	S->t0 = now();
-	while (write(go[1], "g", 1) < 0 && errno == EINTR)
-		;
-	close(go[1]);
-
-	/* The pipe closes on a successful exec(): the error comes first. */
-	r = read_int(errp[0], &err);
-	close(errp[0]);
+	r = htmm_spawn_go(&sp, &err);
 	if (r == 0)
 		return 0;
-	reap(pid, &status);
+	/* execvp() failed (r == 1), or the pipe did (r < 0): reaped. */
 	S->child = 0;
 	if (r < 0) {
 		error("%s: cannot tell whether it started", argv[0]);

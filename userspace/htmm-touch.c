@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "htmm_util.h"
+
 #define MPOL_DEFAULT	0
 #define MPOL_BIND	2
 
@@ -37,28 +39,6 @@ static void usage(FILE *f)
 		"                      hot set and of the rest that is on node 0\n"
 		"  -h, --help          this help\n"
 		"  -V, --version       the version\n");
-}
-
-static bool parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || v == 0)
-		return false;
-	switch (*end) {
-	case 'g': case 'G': v <<= 10; /* fall through */
-	case 'm': case 'M': v <<= 10; /* fall through */
-	case 'k': case 'K': v <<= 10; end++; break;
-	case '\0': break;
-	default: return false;
-	}
-	if (*end)
-		return false;
-	*out = v;
-	return true;
 }
 
 /*
@@ -122,13 +102,13 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:w:t:n:HvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (!parse_size(optarg, &size)) {
+			if (!htmm_parse_size(optarg, &size)) {
 				fprintf(stderr, "htmm-touch: bad size '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 'w':
-			if (!parse_size(optarg, &hot)) {
+			if (!htmm_parse_size(optarg, &hot)) {
 				fprintf(stderr, "htmm-touch: bad hot size '%s'\n", optarg);
 				return 2;
 			}

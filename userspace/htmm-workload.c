@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "htmm_util.h"
+
 #define PROG		"htmm-workload"
 #define VERSION		"0.1"
 
@@ -87,28 +89,6 @@ static void usage(FILE *f)
 		"  -V, --version        the version\n"
 		"Prints a CSV row per second: t_s,ops,ops_per_s,hot_fast_pct,\n"
 		"cold_fast_pct,hit_pct,phase,task_sys_ms,kthread_ms\n");
-}
-
-static bool parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || v == 0)
-		return false;
-	switch (*end) {
-	case 'g': case 'G': v <<= 10; /* fall through */
-	case 'm': case 'M': v <<= 10; /* fall through */
-	case 'k': case 'K': v <<= 10; end++; break;
-	case '\0': break;
-	default: return false;
-	}
-	if (*end)
-		return false;
-	*out = v;
-	return true;
 }
 
 static bool parse_double(const char *s, double lo, double hi, double *out)
@@ -422,7 +402,7 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 		case 'k':
-			if (!parse_size(optarg, c == 's' ? &size : &hot)) {
+			if (!htmm_parse_size(optarg, c == 's' ? &size : &hot)) {
 				fprintf(stderr, PROG ": bad size '%s'\n", optarg);
 				return 2;
 			}
