@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 
 #include "htmm.h"
 #include "htmm_spawn.h"
+#include "htmm_util.h"
 
 #define PROG "htmm-launch"
 #define VERSION "0.1"
@@ -86,23 +86,7 @@ static void usage(FILE *f)
 		"1 if htmm cannot manage it, 2 for a usage error.\n");
 }
 
-static void __attribute__((noreturn)) usage_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (fmt) {
-		fputs(PROG ": ", stderr);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	usage(stderr);
-	exit(2);
-}
+#define usage_error(...) htmm_usage_error(PROG, usage, __VA_ARGS__)
 
 /* A whole decimal integer within [min, max], or false. */
 static bool parse_int(const char *s, long min, long max, long *out)

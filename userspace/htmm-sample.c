@@ -70,6 +70,7 @@
 #include <linux/perf_event.h>
 
 #include "htmm_spawn.h"
+#include "htmm_util.h"
 #include "perf_rb.h"
 
 #define PROG "htmm-sample"
@@ -2841,20 +2842,7 @@ static void usage(FILE *f)
 		"run.\n", DEFAULT_MMAP_PAGES, DEFAULT_TOP);
 }
 
-static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (fmt) {
-		fputs(PROG ": ", stderr);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	usage(stderr);
-	exit(2);
-}
+#define usage_error(...) htmm_usage_error(PROG, usage, __VA_ARGS__)
 
 static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {

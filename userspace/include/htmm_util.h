@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,6 +19,14 @@ extern "C" {
  * for anything else.  (An overflow of the suffix's shift is not checked.)
  */
 bool htmm_parse_size(const char *s, size_t *out);
+
+/*
+ * A command-line error: "PROG: message" on stderr (none if @fmt is NULL),
+ * then @usage(stderr), then exit status 2.
+ */
+void htmm_usage_error(const char *prog, void (*usage)(FILE *f),
+		      const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 3, 4)));
 
 #ifdef __cplusplus
 }

@@ -4,8 +4,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "htmm_util.h"
@@ -30,4 +32,20 @@ bool htmm_parse_size(const char *s, size_t *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+void htmm_usage_error(const char *prog, void (*usage)(FILE *f),
+		      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt) {
+		fprintf(stderr, "%s: ", prog);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	usage(stderr);
+	exit(2);
 }
