@@ -32,14 +32,6 @@
 #define PROG "htmm-launch"
 #define VERSION "0.1"
 
-#ifndef SYS_pidfd_open
-# if defined(__NR_pidfd_open)
-#  define SYS_pidfd_open __NR_pidfd_open
-# elif defined(__x86_64__) && !defined(__ILP32__)
-#  define SYS_pidfd_open 434
-# endif
-#endif
-
 /* The signals passed on to the command in command mode. */
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 #define NR_FORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))

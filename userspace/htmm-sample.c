@@ -76,14 +76,6 @@
 #define PROG "htmm-sample"
 #define VERSION "0.1"
 
-#ifndef SYS_pidfd_open
-# if defined(__NR_pidfd_open)
-#  define SYS_pidfd_open __NR_pidfd_open
-# elif defined(__x86_64__) && !defined(__ILP32__)
-#  define SYS_pidfd_open 434
-# endif
-#endif
-
 #define DEFAULT_MMAP_PAGES	64	/* ring data pages per CPU */
 #define DEFAULT_TOP		10	/* rows per table */
 /* Callchain entries: a context marker, the IP, the caller, a few more. */

@@ -8,6 +8,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/syscall.h>
+
+/* pidfd_open(2), for C libraries whose headers predate it. */
+#ifndef SYS_pidfd_open
+# if defined(__NR_pidfd_open)
+#  define SYS_pidfd_open __NR_pidfd_open
+# elif defined(__x86_64__) && !defined(__ILP32__)
+#  define SYS_pidfd_open 434
+# endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
