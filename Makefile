@@ -20,13 +20,18 @@ FAST_MEM  ?= 1G
 SLOW_MEM  ?= 1G
 CPUS      ?= 2
 TIMEOUT   ?= 1800
+# The emulated slow tier (qemu/plugin/slowtier.c): SLOW_TIER=NS adds NS per
+# miss to node 1, SLOW_TIER=default the plugin's calibrated latency, 0 counts
+# only; empty, no plugin.  make shell SLOW_TIER=default
+SLOW_TIER ?=
 BOOT_OPTS  = --kernel $(BZIMAGE) --initrd $(INITRAMFS) \
-	     --fast-mem $(FAST_MEM) --slow-mem $(SLOW_MEM) --cpus $(CPUS)
+	     --fast-mem $(FAST_MEM) --slow-mem $(SLOW_MEM) --cpus $(CPUS) \
+	     $(if $(SLOW_TIER),--slow-tier $(SLOW_TIER))
 
 DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 	gcc make flex bison bc libelf-dev libssl-dev cpio perl python3 \
 	ccache git xz-utils rsync file libdw-dev gnuplot-nox man-db \
-	python3-ply python3-git
+	python3-ply python3-git redis-server redis-tools numactl
 
 space := $(subst ,, )
 
@@ -40,9 +45,12 @@ help:
 	@echo "  make test        build everything, boot the guest, run all tests"
 	@echo "  make test-debug  the same on a KASAN/lockdep/kmemleak kernel"
 	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
-	@echo "  make bench       htmm against NUMA-balancing tiering and DAMON (bench-results/)"
+	@echo "  make bench       htmm against NUMA-balancing tiering and DAMON, node 1 made"
+	@echo "                   really slower by the emulated slow tier (bench-results/)"
 	@echo "  make bench-sampling  figures of the sampling pipeline in the guest"
 	@echo "  make bench-tiering   figures of promotion: time to 90%, throughput, cpu"
+	@echo "  make plugin      build the QEMU plugin of the emulated slow tier"
+	@echo "                   (SLOW_TIER=default|NS loads it for shell, demo, test)"
 	@echo "  make deps        install the Debian packages the project needs (root)"
 	@echo "  make kernel      unpack linux-source-6.12, apply patches/, build bzImage"
 	@echo "  make patches     regenerate patches/ from the commits in build/linux"
@@ -107,30 +115,40 @@ install: userspace
 	@$(MAKE) -s -C $(TOP)/userspace O=$(BUILD)/userspace \
 		UAPI_INCLUDE=$(KOBJ)/usr/include PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) install
 
+# The QEMU plugin of the emulated slow tier, loaded by qemu/boot.sh.
+PLUGIN := $(BUILD)/plugin/slowtier.so
+.PHONY: plugin
+plugin: $(PLUGIN)
+$(PLUGIN): $(TOP)/qemu/plugin/slowtier.c $(TOP)/qemu/plugin/qemu-plugin-api.h
+	@$(NEED) gcc
+	@mkdir -p $(dir $@)
+	@gcc -std=c11 -O2 -fPIC -shared -fvisibility=hidden -pthread \
+		-Wall -Wextra -Werror -o $@ $<
+
 initramfs: selftests userspace
 	@$(NEED) busybox cpio gzip
 	@bash $(TOP)/qemu/mkinitramfs.sh $(INITRAMFS) $(KST_OUT) $(BUILD)/userspace
 
-test: deps-check
+test: deps-check plugin
 	@$(MAKE) -s initramfs
 	@python3 $(TOP)/qemu/run-tests.py $(BOOT_OPTS) --timeout $(TIMEOUT) \
 		--log $(BUILD)/guest-test.log
 
 # The suite on the debug kernel; fails also if a checker did not come up.
-test-debug: deps-check
+test-debug: deps-check plugin
 	@$(MAKE) -s kernel-debug initramfs
 	@python3 $(TOP)/qemu/run-tests.py --kernel $(KOBJ_DEBUG)/arch/x86/boot/bzImage \
 		--initrd $(INITRAMFS) --fast-mem $(FAST_MEM) --slow-mem $(SLOW_MEM) \
 		--cpus $(CPUS) --timeout $(TIMEOUT) --debug --log $(BUILD)/guest-test-debug.log
 
-demo: deps-check
+demo: deps-check plugin
 	@$(MAKE) -s initramfs
 	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode demo --timeout 600 \
 		--log $(BUILD)/guest-demo.log
 
 # Figures of the sampling pipeline: make bench-sampling BENCH_ARGS="128M 10"
 BENCH_ARGS ?= 128M 10
-bench-sampling: deps-check
+bench-sampling: deps-check plugin
 	@$(MAKE) -s initramfs
 	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
 		--append "htmm_bench_args=$(subst $(space),:,$(BENCH_ARGS))" \
@@ -138,37 +156,47 @@ bench-sampling: deps-check
 
 # Figures of promotion: make bench-tiering TIERING_ARGS="128M 16M 30"
 TIERING_ARGS ?= 128M 16M 30
-bench-tiering: deps-check
+bench-tiering: deps-check plugin
 	@$(MAKE) -s initramfs
 	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
 		--append "htmm_bench=tiering htmm_bench_args=$(subst $(space),:,$(TIERING_ARGS))" \
 		--log $(BUILD)/guest-bench-tiering.log
 
-# The tiering benchmark: every workload under no tiering, NUMA-balancing
-# tiering, DAMON and htmm, in one boot, with node 0 smaller than the buffer.
+# The tiering benchmark: every workload (and Redis) under no tiering,
+# NUMA-balancing tiering, DAMON and htmm, in one boot, with node 0 smaller
+# than the buffer, and node 1 really slower: the emulated slow tier
+# (BENCH_SLOW_TIER: the plugin's calibrated latency by default, NS for
+# another, empty for none) counts each run's accesses per node.
 # make bench [BENCH_COMPARE="SIZE HOTSIZE SECONDS [WORKLOADS [SYSTEMS]]"]
 BENCH_FAST_MEM ?= 512M
 BENCH_SLOW_MEM ?= 1536M
 BENCH_COMPARE  ?= 768M 64M 40
+BENCH_SLOW_TIER ?= default
 BENCH_OUT      ?= $(TOP)/bench-results
-bench: deps-check
+BENCH_STAR     := $(BUILD)/bench-compare.slowtier.csv
+bench: deps-check plugin
 	@$(MAKE) -s initramfs
 	@$(NEED) gnuplot
+	@rm -f $(BENCH_STAR)
 	@bash $(TOP)/qemu/boot.sh --kernel $(BZIMAGE) --initrd $(INITRAMFS) \
 		--fast-mem $(BENCH_FAST_MEM) --slow-mem $(BENCH_SLOW_MEM) --cpus $(CPUS) \
-		--mode bench --timeout 3600 --tap $(BUILD)/bench-compare.raw \
+		$(if $(BENCH_SLOW_TIER),--slow-tier $(BENCH_SLOW_TIER) --slow-tier-out $(BENCH_STAR)) \
+		--mode bench --timeout 7200 --tap $(BUILD)/bench-compare.raw \
 		--append "htmm_bench=compare htmm_bench_args=$(subst $(space),:,$(BENCH_COMPARE))" \
 		--log $(BUILD)/guest-bench-compare.log
 	@rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
 	@cp $(BUILD)/bench-compare.raw $(BENCH_OUT)/raw.txt
+	@if [ -n "$(BENCH_SLOW_TIER)" ]; then cp $(BENCH_STAR) $(BENCH_OUT)/slowtier.csv; fi
 	@{ echo "commit $$(git -C $(TOP) rev-parse HEAD 2>/dev/null || echo unknown)$$(git -C $(TOP) \
 		diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"; \
 	   echo "kernel $$(git -C $(KSRC) rev-parse HEAD 2>/dev/null || echo unknown)"; \
 	   echo "guest node 0 $(BENCH_FAST_MEM), node 1 $(BENCH_SLOW_MEM), $(CPUS) cpus"; \
+	   echo "slow tier: $(if $(BENCH_SLOW_TIER),$$(grep -m1 '^# slowtier' $(BENCH_STAR)),none)"; \
 	   echo "args $(BENCH_COMPARE)"; } > $(BENCH_OUT)/commit.txt
-	@python3 $(TOP)/qemu/bench-report.py $(BENCH_OUT)/raw.txt $(BENCH_OUT)
+	@python3 $(TOP)/qemu/bench-report.py $(BENCH_OUT)/raw.txt $(BENCH_OUT) \
+		$(if $(BENCH_SLOW_TIER),$(BENCH_OUT)/slowtier.csv)
 
-shell: deps-check
+shell: deps-check plugin
 	@$(MAKE) -s initramfs
 	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode shell
 
@@ -181,7 +209,7 @@ deps-check:
 	fi
 
 clean:
-	rm -rf $(BUILD)/kbuild-* $(BUILD)/kselftest* $(BUILD)/userspace \
+	rm -rf $(BUILD)/kbuild-* $(BUILD)/kselftest* $(BUILD)/userspace $(BUILD)/plugin \
 		$(BUILD)/initramfs* $(BUILD)/stamps/kbuild-* $(BUILD)/*.log
 	@$(MAKE) -s -C $(TOP)/userspace clean O=$(BUILD)/userspace 2>/dev/null || true
 

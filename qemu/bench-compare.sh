@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The tiering benchmark, run inside the guest by `make bench`: every
-# workload of htmm-workload (hotset, zipf, phase) under every tiering system
-# the kernel has, one after the other in this boot:
+# workload of htmm-workload (hotset, zipf, phase), and Redis (redis), under
+# every tiering system the kernel has, one after the other in this boot:
 #
 #   none                no tiering: where the first touch put the pages
+#   allfast             the same, with the emulated slow tier's added
+#                       latency off (every access as fast as node 0's): the
+#                       bound that placement can approach
 #   numa-tiering        NUMA balancing in memory-tiering mode (numa_balancing
 #                       = 2) with demotion enabled, as a user gets it
 #   numa-tiering-tuned  the same with the promotion rate limit its
@@ -27,7 +30,19 @@
 #                       have no such cap (the kselftests run with this quota)
 #
 # The buffer is first touched on node 1 (the slow tier); node 0 is smaller
-# than it, so placement matters.  The raw figures go to the second serial
+# than it, so placement matters.
+#
+# redis: redis-server holds SIZE of 4000-byte values (keys key:000000000000
+# on), loaded once and moved to node 1 with migratepages(8) before each
+# system's run.  Two redis-benchmark clients send GETs for SECONDS: eight
+# connections to the first HOTSIZE worth of keys, one connection to every
+# key, so that about nine in ten requests go to a tenth of the data (the
+# client has no skewed key distribution of its own).  The throughput is
+# Redis's own count of commands; the clients' reports are kept in the log.
+#
+# Under the emulated slow tier (qemu/plugin/slowtier.c, which `make bench`
+# loads), each run is one of the plugin's counting windows, numbered in
+# runs.tsv: the plugin counts the run's memory accesses per node.  The raw figures go to the second serial
 # port (or stdout) as files between "@@ BEGIN name" and "@@ END name" lines;
 # qemu/bench-report.py turns them into bench-results/.
 #
@@ -38,8 +53,8 @@
 size=${1:-768M}
 hot=${2:-64M}
 secs=${3:-40}
-workloads=$(echo "${4:-hotset,zipf,phase}" | tr , ' ')
-systems=$(echo "${5:-none,numa-tiering,numa-tiering-tuned,damon,damon-tuned,htmm,htmm-tuned}" | tr , ' ')
+workloads=$(echo "${4:-hotset,zipf,phase,redis}" | tr , ' ')
+systems=$(echo "${5:-none,allfast,numa-tiering,numa-tiering-tuned,damon,damon-tuned,htmm,htmm-tuned}" | tr , ' ')
 DAMON=/sys/kernel/mm/damon/admin
 HTMM=/sys/kernel/mm/htmm
 # The results go to the second serial port when the host gave one.
@@ -154,6 +169,7 @@ damon_applied() {
 system_on() {
 	case "$1" in
 	none) ;;
+	allfast) slowtier-ctl fast || fail "slowtier-ctl failed" ;;
 	numa-tiering|numa-tiering-tuned)
 		echo 2 > /proc/sys/kernel/numa_balancing || fail "no NUMA balancing" || return
 		echo true > /sys/kernel/mm/numa/demotion_enabled
@@ -173,11 +189,146 @@ system_on() {
 }
 
 system_off() {
+	[ "$1" = allfast ] && slowtier-ctl slow
 	echo 0 > /proc/sys/kernel/numa_balancing
 	echo false > /sys/kernel/mm/numa/demotion_enabled
 	echo "$rate0" > /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps
 	case "$1" in damon*) damon_off ;; esac
 	[ -d $HTMM ] && echo "$quota0" > $HTMM/cpu_quota
+}
+
+# Bytes of a size such as 768M.
+bytes() {
+	case "$1" in
+	*[Gg]) echo $(( ${1%[Gg]} << 30 )) ;;
+	*[Mm]) echo $(( ${1%[Mm]} << 20 )) ;;
+	*[Kk]) echo $(( ${1%[Kk]} << 10 )) ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# Hundredths of a second since boot.
+uptime_cs() { awk '{ printf "%.0f\n", $1 * 100 }' /proc/uptime; }
+
+REDIS_PORT=6379
+REDIS_VALUE=4000
+redis_pid="" launcher=""
+rcli() { redis-cli -p $REDIS_PORT "$@"; }
+# Loads KEYS values of SIZE bytes in one server-side script.
+REDIS_LOAD="for i = 0, tonumber(ARGV[1]) - 1 do
+  redis.call('SET', string.format('key:%012d', i), string.rep('x', tonumber(ARGV[2])))
+end
+return redis.call('DBSIZE')"
+
+# Start redis-server and load SIZE worth of values: redis_keys keys.
+redis_up() {
+	for t in redis-server redis-cli redis-benchmark migratepages; do
+		command -v $t >/dev/null || fail "$t is not in the guest" || return
+	done
+	redis_keys=$(( $(bytes "$size") / 4096 ))
+	redis_hot=$(( $(bytes "$hot") / 4096 ))
+	redis-server --port $REDIS_PORT --bind 127.0.0.1 --save "" \
+		--appendonly no --protected-mode no --logfile /tmp/redis.log &
+	redis_pid=$!
+	i=0
+	until rcli ping >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 300 ] && kill -0 $redis_pid 2>/dev/null ||
+			fail "redis-server did not start: $(tail -n 3 /tmp/redis.log)" || return
+		sleep 0.2
+	done
+	t=$(uptime_cs)
+	n=$(rcli EVAL "$REDIS_LOAD" 0 $redis_keys $REDIS_VALUE)
+	[ "$n" = "$redis_keys" ] || fail "redis holds $n keys, not $redis_keys" || return
+	log "redis-server $redis_pid holds $n keys of $REDIS_VALUE bytes" \
+		"(loaded in $(( ($(uptime_cs) - t) / 100 )) s):" \
+		"$(rcli info memory | grep '^used_memory_human' | tr -d '\r')"
+}
+
+redis_down() {
+	[ -n "$redis_pid" ] || return 0
+	rcli shutdown nosave >/dev/null 2>&1
+	wait $redis_pid 2>/dev/null
+	redis_pid=""
+}
+
+# Redis's count of the commands it processed.
+redis_ops() {
+	rcli info stats | awk -F: '/^total_commands_processed:/ { print $2 + 0 }'
+}
+
+# Cpu time of a task in ms: user or system (/proc/PID/stat, 100 ticks/s).
+task_ms() {
+	awk -v f="$2" '{ sub(/^.*\) /, ""); print (f == "sys" ? $13 : $12) * 10 }' \
+		/proc/$1/stat 2>/dev/null || echo 0
+}
+
+kthread_ms() {
+	for k in $(echo "$1" | tr , ' '); do
+		awk '{ print $1 }' /proc/$k/schedstat 2>/dev/null
+	done | awk '{ s += $1 } END { printf "%.0f\n", s / 1e6 }'
+}
+
+# The redis workload under the system that is on: the series CSV of
+# htmm-workload's format (placement columns empty) on stdout.  $1: the
+# system, $2: the plugin's window.
+run_redis() {
+	kth=$(kthreads)
+	if [ "${1#htmm}" != "$1" ]; then
+		htmm-launch -q --node 0 --pid $redis_pid &
+		launcher=$!
+		i=0
+		until [ -d $HTMM/sessions/$redis_pid ]; do
+			i=$((i + 1))
+			[ $i -lt 300 ] && kill -0 $launcher 2>/dev/null ||
+				fail "htmm-launch did not attach to redis-server" || return
+			sleep 0.1
+		done
+	fi
+	rm -f /tmp/redis-hot.csv /tmp/redis-all.csv
+	slowtier-ctl begin "$2"
+	t0=$(uptime_cs)
+	# Each client in passes of a few seconds: a pass's report is written
+	# when it ends, and the pass still going at the end is cut short.
+	while :; do
+		redis-benchmark -p $REDIS_PORT -t get -r $redis_hot -c 8 -n 5000 --csv
+	done > /tmp/redis-hot.csv 2>/dev/null &
+	c1=$!
+	while :; do
+		redis-benchmark -p $REDIS_PORT -t get -r $redis_keys -c 1 -n 600 --csv
+	done > /tmp/redis-all.csv 2>/dev/null &
+	c2=$!
+	echo "t_s,ops,ops_per_s,hot_fast_pct,cold_fast_pct,hit_pct,phase,task_sys_ms,kthread_ms"
+	ops0=$(redis_ops)
+	sys0=$(task_ms $redis_pid sys)
+	last=$ops0
+	echo "0,0,0,,,,1,$sys0,$(kthread_ms "$kth")"
+	s=1
+	while [ $s -le "$secs" ]; do
+		# Sleep to the next whole second of the run.
+		now=$(uptime_cs)
+		left=$(( t0 + s * 100 - now ))
+		[ $left -gt 0 ] && sleep "$(( left / 100 )).$(printf %02d $(( left % 100 )))"
+		ops=$(redis_ops)
+		echo "$s,$(( ops - ops0 )),$(( ops - last )),,,,1,$(task_ms $redis_pid sys),$(kthread_ms "$kth")"
+		last=$ops
+		s=$((s + 1))
+	done
+	slowtier-ctl end "$2"
+	kill $c1 $c2 2>/dev/null
+	wait $c1 $c2 2>/dev/null
+	killall redis-benchmark 2>/dev/null
+	if [ -n "$launcher" ]; then
+		kill -INT $launcher
+		wait $launcher
+		launcher=""
+	fi
+	# What the clients measured, per pass of their requests.
+	for c in hot all; do
+		awk -F'"' -v c=$c '$2 == "GET" { n++; s += $4 }
+			END { printf "redis-benchmark (%s keys): %d passes, mean %.0f requests/s\n",
+			      c, n, n ? s / n : 0 }' /tmp/redis-$c.csv >&2
+	done
 }
 
 rate0=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps)
@@ -194,28 +345,44 @@ runs=/tmp/runs.tsv
 {
 	printf 'workload\tsystem\tseconds\tstatus\tfast_free_mb'
 	for k in $COUNTERS; do printf '\t%s' "$k"; done
-	printf '\tdamon_applied_bytes\n'
+	printf '\tdamon_applied_bytes\twindow\n'
 } > $runs
 
 names=""
+window=0
 for wl in $workloads; do
+	redis_ok=1
+	if [ "$wl" = redis ] && ! redis_up; then
+		redis_ok=""
+		redis_down
+	fi
 	for sys in $systems; do
+		window=$((window + 1))
 		system_off "$sys"
-		if ! system_on "$sys"; then
+		if [ -z "$redis_ok" ] || ! system_on "$sys"; then
 			system_off "$sys"
 			printf '%s\t%s\t%s\t125\t0' "$wl" "$sys" "$secs" >> $runs
 			for k in $COUNTERS; do printf '\t0' >> $runs; done
-			printf '\t0\n' >> $runs
+			printf '\t0\t%s\n' $window >> $runs
 			echo "t_s,ops,ops_per_s,hot_fast_pct,cold_fast_pct,hit_pct,phase,task_sys_ms,kthread_ms" \
 				> "/tmp/series-$wl-$sys.csv"
 			names="$names $wl-$sys"
 			continue
 		fi
+		if [ "$wl" = redis ]; then
+			# Every page of the server back on the slow node.
+			migratepages $redis_pid 0 1 ||
+				log "migratepages of redis-server failed"
+		fi
 		sync
 		free_mb=$(awk '/MemFree/ { print int($4 / 1024) }' /sys/devices/system/node/node0/meminfo)
 		for k in $COUNTERS; do eval "c0_$k=\$(vmstat $k)"; done
-		cmd="htmm-workload -w $wl -s $size -k $hot -t $secs -n 1 -f 0 -K $(kthreads)"
-		case "$sys" in htmm*) cmd="htmm-launch -q -- $cmd" ;; esac
+		if [ "$wl" = redis ]; then
+			cmd="run_redis $sys $window"
+		else
+			cmd="htmm-workload -w $wl -s $size -k $hot -t $secs -n 1 -f 0 -K $(kthreads) -W $window"
+			case "$sys" in htmm*) cmd="htmm-launch -q -- $cmd" ;; esac
+		fi
 		log "$wl under $sys: $cmd"
 		# htmm's view of the session, its last second kept for the log.
 		if [ -d $HTMM ]; then
@@ -247,11 +414,12 @@ for wl in $workloads; do
 			eval "v=\$(( \$(vmstat $k) - c0_$k ))"
 			row=$(printf '%s\t%s' "$row" "$v")
 		done
-		printf '%s\t%s\n' "$row" "${applied:-0}" >> $runs
+		printf '%s\t%s\t%s\n' "$row" "${applied:-0}" $window >> $runs
 		names="$names $wl-$sys"
 		# Let the freed memory settle before the next run.
 		sleep 2
 	done
+	[ "$wl" = redis ] && redis_down
 done
 
 emit() { echo "@@ BEGIN $2"; cat "$1"; echo "@@ END $2"; }

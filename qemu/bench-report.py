@@ -2,21 +2,25 @@
 # SPDX-License-Identifier: GPL-2.0
 """Turn the raw output of the tiering benchmark into tables and plots.
 
-    bench-report.py RAW OUTDIR
+    bench-report.py RAW OUTDIR [SLOWTIER]
 
 RAW is what qemu/bench-compare.sh wrote in the guest: files between
 "@@ BEGIN name" and "@@ END name" lines (runs.tsv, and series/W-S.csv for
-each workload W and system S), ending with "@@ DONE".  OUTDIR receives those
-files, and:
+each workload W and system S), ending with "@@ DONE".  SLOWTIER is the
+output file of the emulated slow tier (qemu/plugin/slowtier.c), whose
+"# window" lines count each run's memory accesses per node.  OUTDIR
+receives those files, and:
 
   summary.tsv  one row per system and workload, the hot-set workload first:
                system workload time_to_90pct_s final_hot_in_fast_pct
                fast_hit_ratio_pct pages_migrated kthread_cpu_pct
-               throughput_ops_s
+               throughput_ops_s star_pct speedup_vs_none attainable_pct
   detail.tsv   what the summary derives from, and the first phase of the
                phase-change workload
   plots/W.png  the hot set's share on the fast node over time, one line per
                system (gnuplot), and plots/W.gp, the script that drew it
+               (not for redis, whose hot set is not read back)
+  plots/W-throughput.png  the workload's operations per second over time
 
 Definitions (docs/benchmarks.md says more):
   time_to_90pct_s     seconds until 90% of the hot set was on the fast node
@@ -32,6 +36,17 @@ Definitions (docs/benchmarks.md says more):
                       scanning and hint faults, htmm's hint faults), as a
                       share of one cpu over the run
   throughput_ops_s    the workload's operations per second over the run
+                      (redis: the GETs Redis served)
+  star_pct            the slow-tier access ratio: of the run's memory
+                      accesses (misses of the plugin's cache model), the
+                      share served by node 1, as the plugin counted them
+                      over the run's window; "-" without the plugin
+  speedup_vs_none     throughput over that of no tiering (none)
+  attainable_pct      the share of the attainable speedup reached:
+                      (ops - ops_none) / (ops_allfast - ops_none), where
+                      allfast is no tiering with the slow tier's added
+                      latency off
+Figures that a workload does not give (placement for redis) are "-".
 """
 
 import csv
@@ -41,12 +56,12 @@ import shutil
 import subprocess
 import sys
 
-WORKLOAD_ORDER = ["hotset", "zipf", "phase"]
-SYSTEM_ORDER = ["none", "numa-tiering", "numa-tiering-tuned", "damon", "damon-tuned", "htmm",
-                "htmm-tuned"]
+WORKLOAD_ORDER = ["hotset", "zipf", "phase", "redis"]
+SYSTEM_ORDER = ["none", "allfast", "numa-tiering", "numa-tiering-tuned", "damon", "damon-tuned",
+                "htmm", "htmm-tuned"]
 SUMMARY_HEADER = ["system", "workload", "time_to_90pct_s", "final_hot_in_fast_pct",
                   "fast_hit_ratio_pct", "pages_migrated", "kthread_cpu_pct",
-                  "throughput_ops_s"]
+                  "throughput_ops_s", "star_pct", "speedup_vs_none", "attainable_pct"]
 
 
 class BenchError(Exception):
@@ -89,6 +104,22 @@ def first_at(rows, start, pred):
     return math.inf
 
 
+def read_windows(path):
+    """{window id: {key: number}} from the plugin's "# window" lines."""
+    windows = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            if not line.startswith("# window "):
+                continue
+            fields = dict(kv.split("=", 1) for kv in line[len("# window "):].split()
+                          if "=" in kv)
+            try:
+                windows[int(fields.pop("id"))] = {k: float(v) for k, v in fields.items()}
+            except (KeyError, ValueError):
+                raise BenchError(f"bad window line in {path}: {line.strip()!r}")
+    return windows
+
+
 def analyse(run, rows, none_sys_ms):
     """The summary and detail figures of one run."""
     if len(rows) < 2:
@@ -97,7 +128,10 @@ def analyse(run, rows, none_sys_ms):
     first, last = rows[0], rows[-1]
     secs = last["t_s"] - first["t_s"]
     hot90 = lambda r: r["hot_fast_pct"] >= 90  # noqa: E731
-    if run["workload"] == "phase":
+    placed = last["hot_fast_pct"] is not None
+    if not placed:
+        t90 = t90_first = None
+    elif run["workload"] == "phase":
         moved = min((r["t_s"] for r in rows if r["phase"] == 2), default=None)
         # The move happens right after the last row of the first phase.
         switch = max(r["t_s"] for r in rows if r["phase"] == 1)
@@ -116,7 +150,8 @@ def analyse(run, rows, none_sys_ms):
         "first_phase_time_to_90pct_s": t90_first,
         "final_hot_in_fast_pct": last["hot_fast_pct"],
         "final_cold_in_fast_pct": last["cold_fast_pct"],
-        "fast_hit_ratio_pct": sum(r["hit_pct"] for r in measured) / len(measured),
+        "fast_hit_ratio_pct": (sum(r["hit_pct"] for r in measured) / len(measured)
+                               if placed else None),
         "pages_migrated": run["pgmigrate_success"],
         "kthread_ms": kth_ms,
         "task_sys_ms": sys_ms,
@@ -127,6 +162,8 @@ def analyse(run, rows, none_sys_ms):
 
 
 def fmt(v, digits=1):
+    if v is None:
+        return "-"
     if isinstance(v, float):
         if math.isinf(v):
             return "inf"
@@ -137,30 +174,40 @@ def fmt(v, digits=1):
 def read_series(text):
     rows = []
     for r in csv.DictReader(text.splitlines()):
-        rows.append({k: float(v) for k, v in r.items()})
+        # An empty field: a figure the workload does not give.
+        rows.append({k: float(v) if v != "" else None for k, v in r.items()})
     return rows
 
 
-def plot(outdir, workload, systems, series_dir):
-    """plots/W.png: the hot set's share on the fast node, per system."""
+def plot(outdir, workload, systems, series_dir, what="placement"):
+    """plots/W.png: the hot set's share on the fast node, per system; or
+    with @what "throughput", plots/W-throughput.png: operations per second."""
     plots = os.path.join(outdir, "plots")
     os.makedirs(plots, exist_ok=True)
-    gp = os.path.join(plots, f"{workload}.gp")
-    png = os.path.join(plots, f"{workload}.png")
+    name = workload if what == "placement" else f"{workload}-throughput"
+    gp = os.path.join(plots, f"{name}.gp")
+    png = os.path.join(plots, f"{name}.png")
     title = {"hotset": "hot set", "zipf": "Zipf (the most probable pages)",
-             "phase": "phase change (the hot set moves halfway)"}.get(workload, workload)
+             "phase": "phase change (the hot set moves halfway)",
+             "redis": "Redis GETs, 9 in 10 to a tenth of the keys"}.get(workload, workload)
     lines = [
         "set terminal pngcairo size 900,540 font 'sans,10'",
         f"set output '{png}'",
-        f"set title 'Share of the hot set on the fast node: {title}'",
         "set xlabel 'seconds'",
-        "set ylabel 'hot set on node 0 (%)'",
-        "set yrange [0:105]",
         "set key bottom right",
         "set grid",
         "set datafile separator ','",
     ]
-    parts = [f"'{os.path.join(series_dir, f'{workload}-{s}.csv')}' using 1:4 "
+    if what == "placement":
+        lines += [f"set title 'Share of the hot set on the fast node: {title}'",
+                  "set ylabel 'hot set on node 0 (%)'", "set yrange [0:105]"]
+        col = 4
+    else:
+        lines += [f"set title 'Throughput: {title}'", "set ylabel 'operations per second'",
+                  "set yrange [0:*]", "set offsets 0, 0, graph 0.08, 0"]
+        col = 3
+    # The first row is the start, before any operation.
+    parts = [f"'{os.path.join(series_dir, f'{workload}-{s}.csv')}' every ::2 using 1:{col} "
              f"with linespoints pointsize 0.5 title '{s}'" for s in systems]
     lines.append("plot " + ", \\\n     ".join(parts))
     with open(gp, "w") as f:
@@ -172,10 +219,11 @@ def plot(outdir, workload, systems, series_dir):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     raw, outdir = sys.argv[1], sys.argv[2]
+    windows = read_windows(sys.argv[3]) if len(sys.argv) == 4 else {}
     with open(raw, errors="replace") as f:
         files = split_files(f.read())
 
@@ -203,21 +251,38 @@ def main():
         series[(r["workload"], r["system"])] = read_series(files[name])
 
     summary, detail = [], []
+    throughput = {}
+    for r in runs:
+        rows = series[(r["workload"], r["system"])]
+        if len(rows) >= 2 and rows[-1]["t_s"] > rows[0]["t_s"]:
+            throughput[(r["workload"], r["system"])] = \
+                rows[-1]["ops"] / (rows[-1]["t_s"] - rows[0]["t_s"])
     for r in runs:
         rows = series[(r["workload"], r["system"])]
         none = series.get((r["workload"], "none"))
         none_ms = none[-1]["task_sys_ms"] - none[0]["task_sys_ms"] if none else None
         if r["status"] != 0 and len(rows) < 2:
             # The system could not be set up, or the workload failed early.
-            summary.append([r["system"], r["workload"]] + ["failed"] * 6)
+            summary.append([r["system"], r["workload"]] + ["failed"] * 9)
             detail.append({"system": r["system"], "workload": r["workload"],
                            "status": r["status"]})
             continue
         a = analyse(r, rows, none_ms)
+        win = windows.get(r.get("window", -1))
+        star = None
+        if win and win.get("miss_fast", 0) + win.get("miss_slow", 0) > 0:
+            star = 100.0 * win["miss_slow"] / (win["miss_fast"] + win["miss_slow"])
+        ops = a["throughput_ops_s"]
+        ops_none = throughput.get((r["workload"], "none"))
+        ops_fast = throughput.get((r["workload"], "allfast"))
+        speedup = ops / ops_none if ops_none else None
+        attain = None
+        if ops_none is not None and ops_fast is not None and ops_fast > ops_none:
+            attain = 100.0 * (ops - ops_none) / (ops_fast - ops_none)
         summary.append([r["system"], r["workload"], fmt(a["time_to_90pct_s"], 0),
                         fmt(a["final_hot_in_fast_pct"]), fmt(a["fast_hit_ratio_pct"]),
                         str(a["pages_migrated"]), fmt(a["kthread_cpu_pct"], 2),
-                        fmt(a["throughput_ops_s"], 0)])
+                        fmt(ops, 0), fmt(star), fmt(speedup, 2), fmt(attain)])
         detail.append({
             "system": r["system"], "workload": r["workload"], "status": r["status"],
             "seconds": r["seconds"], "fast_free_mb_at_start": r["fast_free_mb"],
@@ -229,6 +294,13 @@ def main():
             "pgdemote_kswapd": r["pgdemote_kswapd"], "pgdemote_direct": r["pgdemote_direct"],
             "htmm_promoted": r["htmm_promoted"], "htmm_demoted": r["htmm_demoted"],
             "damon_applied_mb": fmt(r["damon_applied_bytes"] / 2**20, 0),
+            "window": r.get("window", ""),
+            "window_s": fmt(win.get("seconds") if win else None),
+            "accesses": fmt(int(win["accesses"]) if win and "accesses" in win else None),
+            "miss_fast": fmt(int(win["miss_fast"]) if win and "miss_fast" in win else None),
+            "miss_slow": fmt(int(win["miss_slow"]) if win and "miss_slow" in win else None),
+            "added_delay_s": fmt(win.get("delay_s") if win else None, 2),
+            "latency_ns": fmt(int(win["latency_ns"]) if win and "latency_ns" in win else None),
         })
 
     with open(os.path.join(outdir, "summary.tsv"), "w") as f:
@@ -243,10 +315,13 @@ def main():
         w.writerows(detail)
 
     pngs = []
+    series_dir = os.path.join(os.path.abspath(outdir), "series")
     for wl in sorted({r["workload"] for r in runs}, key=lambda w: order(w, "")):
         systems = [r["system"] for r in runs if r["workload"] == wl
                    and len(series[(wl, r["system"])]) > 1]
-        pngs.append(plot(outdir, wl, systems, os.path.join(os.path.abspath(outdir), "series")))
+        if any(series[(wl, s)][-1]["hot_fast_pct"] is not None for s in systems):
+            pngs.append(plot(outdir, wl, systems, series_dir))
+        pngs.append(plot(outdir, wl, systems, series_dir, "throughput"))
 
     widths = [max(len(SUMMARY_HEADER[i]), *(len(row[i]) for row in summary))
               for i in range(len(SUMMARY_HEADER))]

@@ -47,10 +47,19 @@ install -m 755 "$here/demo.sh" "$root/usr/share/htmm/demo.sh"
 install -m 755 "$here/bench-sampling.sh" "$root/usr/share/htmm/bench-sampling.sh"
 install -m 755 "$here/bench-tiering.sh" "$root/usr/share/htmm/bench-tiering.sh"
 install -m 755 "$here/bench-compare.sh" "$root/usr/share/htmm/bench-compare.sh"
+install -m 755 "$here/slowtier-test.sh" "$root/usr/share/htmm/slowtier-test.sh"
 cp -a "$kst/." "$root/kselftest/"
 if [ -d "$usr" ]; then
 	find "$usr" -maxdepth 1 -type f -perm -u+x -exec cp {} "$root/usr/bin/" \;
 fi
+
+# Programs from Debian that the benchmark runs in the guest (make bench):
+# a real server and its client, and numactl's migratepages.
+for prog in redis-server redis-cli redis-benchmark migratepages; do
+	path=$(command -v $prog) ||
+		die "$prog is missing: run 'make deps' (installs redis-server, redis-tools, numactl)"
+	cp -L "$path" "$root/usr/bin/$prog"
+done
 
 cat > "$root/etc/passwd" <<'EOF'
 root:x:0:0:root:/root:/bin/sh

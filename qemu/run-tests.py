@@ -3,7 +3,7 @@
 """Run the htmm test suite: host-side tests, then the guest.
 
     run-tests.py --kernel BZIMAGE --initrd CPIO --log FILE [--timeout S]
-                 [--fast-mem 1G --slow-mem 1G --cpus 2]
+                 [--fast-mem 1G --slow-mem 1G --cpus 2] [--no-slowtier]
 
 Boots the guest in test mode (qemu/boot.sh), reads the KUnit KTAP from the
 kernel console and the kselftest TAP from the second serial port, prints one
@@ -11,25 +11,36 @@ line per test and ends with "N passed, N failed, N skipped".  Exits non-zero
 on any failed or missing result, a guest that did not finish, and any kernel
 report (oops, BUG, WARNING, panic, KASAN, lockdep, kmemleak, hang) in the
 console log, which is kept in --log (the test output beside it, .tap).
+
+Then, except with --debug, it boots the guest once more with the emulated
+slow tier (the QEMU plugin qemu/plugin/slowtier.c) to test the plugin
+itself: pointer chases on each node, timed in the guest and counted by the
+plugin (--no-slowtier skips it; its logs are beside --log, NAME-slowtier.*).
 """
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import manifest  # noqa: E402
 import tapparse as tp  # noqa: E402
 import test_tapparse  # noqa: E402
+
+MANIFEST = os.path.join(HERE, "expected-results")
 
 
 class Tally:
     def __init__(self):
         self.counts = {tp.PASS: 0, tp.FAIL: 0, tp.SKIP: 0}
+        self.results = []   # (kind, Result), for the manifest
 
     def add(self, kind, result):
+        self.results.append((kind, result))
         self.counts[result.status] += 1
         label = {tp.PASS: "ok  ", tp.FAIL: "FAIL", tp.SKIP: "skip"}[result.status]
         note = f"  ({result.note})" if result.note and result.status != tp.PASS else ""
@@ -64,9 +75,14 @@ def host_tests(tally, userspace):
     env = dict(os.environ, HTMM_USERSPACE=os.path.abspath(userspace))
     for script in sorted(os.listdir(HOST_TESTS)):
         path = os.path.join(HOST_TESTS, script)
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        if not os.path.isfile(path):
             continue
         suite = os.path.splitext(script)[0]
+        if not os.access(path, os.X_OK):
+            # Not run is not passed: a test that lost its run bit fails.
+            tally.add("host", tp.Result(suite, tp.FAIL,
+                                        f"{path} is not executable (chmod +x, git add)"))
+            continue
         try:
             p = subprocess.run([path], env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -103,6 +119,8 @@ def guest_tests(args, tally):
            "--fast-mem", args.fast_mem, "--slow-mem", args.slow_mem,
            "--cpus", str(args.cpus), "--timeout", str(args.timeout),
            "--log", args.log, "--tap", tap_path]
+    if args.slow_tier:
+        cmd += ["--slow-tier", args.slow_tier]
     append = args.append + (" htmm_debug=1" if args.debug else "")
     if append.strip():
         cmd += ["--append", append.strip()]
@@ -180,6 +198,201 @@ def debug_checks(console, tap, tally):
                                  f"{leaks} suspected leaks, first: {first.strip()}" if leaks else ""))
 
 
+# The emulated slow tier's test (qemu/slowtier-test.sh in the guest): what
+# the guest and the plugin must agree on.
+SLOWTIER_LOADS_COUNTED = 0.95   # of a chase's loads, counted as misses of its node
+SLOWTIER_OTHER_NODE = 0.05      # of its loads, at most, counted on the other node
+# Times measured in the guest move with the host's other work, and only
+# ever up: they are judged one-sided, against bounds a loaded host keeps.
+# The plugin's own accounting is exact, and judged tightly.
+SLOWTIER_ADDED = 0.70           # of the latency, at least, added per load
+SLOWTIER_ACCOUNTED = 0.05       # the plugin's delay against misses x latency
+SLOWTIER_LOST = 0.80            # of the plugin's delay, at least, lost by the guest
+SLOWTIER_FAST_SLACK = 0.50      # of the latency, at most, added with it off
+SLOWTIER_SMALL_MISSES = 0.01    # of the small chase's loads, at most, missing
+SLOWTIER_TIMEOUT = 600          # seconds; the run takes about 45
+
+
+def _key_values(text):
+    return dict(re.findall(r"(\w+)=(\S+)", text))
+
+
+def slowtier_tests(args, tally):
+    """Boot with the slowtier plugin at its default latency, judge its counts.
+
+    The guest (qemu/slowtier-test.sh) chases pointers over 64 MiB on node 0,
+    on node 1, on node 1 with the added latency off (three rounds of these),
+    and over 64 KiB on node 1, each run a window of the plugin; it prints
+    each run's time per load.  The plugin writes each window's counts to its
+    output file.  Every run's counts are judged; the times, of each kind's
+    fastest run, the one the host's other work disturbed least.
+    """
+    base = os.path.splitext(args.log)[0] + "-slowtier"
+    timeout = min(args.timeout, SLOWTIER_TIMEOUT)
+    log, tap_path, out = base + ".log", base + ".log.tap", base + ".csv"
+    cmd = ["bash", os.path.join(HERE, "boot.sh"), "--mode", "slowtier-test",
+           "--kernel", args.kernel, "--initrd", args.initrd,
+           "--fast-mem", args.fast_mem, "--slow-mem", args.slow_mem,
+           "--cpus", str(args.cpus), "--timeout", str(timeout),
+           "--log", log, "--tap", tap_path,
+           "--slow-tier", "default", "--slow-tier-out", out]
+    if args.append.strip():
+        cmd += ["--append", args.append.strip()]
+    print(f"booting the guest with the emulated slow tier; console log {log}", flush=True)
+    if os.path.exists(out):
+        os.remove(out)
+    start = time.time()
+    rc = subprocess.call(cmd, stdin=subprocess.DEVNULL)
+    elapsed = time.time() - start
+
+    def read(path):
+        try:
+            with open(path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+    console, tap, csv = read(log), read(tap_path), read(out)
+
+    def add(name, ok, note=""):
+        tally.add("slowtier", tp.Result(name, tp.PASS if ok else tp.FAIL, note))
+
+    begin, end = tap.find("HTMM-GUEST-BEGIN"), tap.find("HTMM-GUEST-END")
+    body = tap[begin:end if end >= 0 else len(tap)] if begin >= 0 else ""
+    results = tp.parse_kselftest(body)
+    for r in results:
+        tally.add("slowtier", r)
+    if not results:
+        add("the guest ran its chases", False,
+            "no result from qemu/slowtier-test.sh" if begin >= 0 else
+            "no HTMM-GUEST-BEGIN: the guest never reached its init")
+    if rc == 124:
+        add("exited in time", False, f"timed out after {timeout} s")
+    elif rc != 0:
+        add("exited cleanly", False, f"QEMU exit status {rc}")
+    for kind, line in tp.kernel_reports(console):
+        add(f"{kind} report", False, line[:160])
+
+    # The guest's runs by name (a list each), the plugin's windows by id.
+    runs = {}
+    for m in re.finditer(r"^# chase (.*)$", body, re.M):
+        kv = _key_values(m.group(1))
+        runs.setdefault(kv.get("name"), []).append(kv)
+    config = re.search(r"^# slowtier (.*)$", csv, re.M)
+    latency = float(_key_values(config.group(1)).get("latency_ns", 0)) if config else 0
+    add("the plugin was loaded and wrote its configuration", bool(config and latency > 0),
+        "" if config else f"no '# slowtier' line in {out}")
+    windows = {kv["id"]: kv for kv in (_key_values(m.group(1)) for m in
+               re.finditer(r"^# window (.*)$", csv, re.M)) if "id" in kv}
+
+    def fastest(name):
+        """The fastest run of a kind, and the plugin's counts of its window."""
+        if not runs.get(name):
+            raise LookupError(f"no figures of the run {name} from the guest")
+        run = min(runs[name], key=lambda r: float(r["ns_per_load"]))
+        if run["id"] not in windows:
+            raise LookupError(f"no window {run['id']} ({name}) in {out}")
+        return run, windows[run["id"]]
+
+    def judge(title, check):
+        """check() returns (ok, note); figures missing or malformed fail it."""
+        try:
+            ok, note = check()
+        except LookupError as e:    # KeyError too: a figure missing
+            ok, note = False, f"missing: {e}"
+        except ValueError as e:
+            ok, note = False, f"malformed figure: {e}"
+        add(title, ok, note)
+
+    def counted(name, node):
+        """Every run's loads are counted as misses on its node, and not the other."""
+        if not runs.get(name):
+            raise LookupError(f"no figures of the run {name} from the guest")
+        notes, ok = [], True
+        for run in runs[name]:
+            if run["id"] not in windows:
+                raise LookupError(f"no window {run['id']} ({name}) in {out}")
+            win = windows[run["id"]]
+            loads = int(run["loads"])
+            mine = int(win[f"miss_{'fast' if node == 0 else 'slow'}"])
+            other = int(win[f"miss_{'slow' if node == 0 else 'fast'}"])
+            ok &= (float(run["on_node_pct"]) >= 99 and int(win["accesses"]) >= loads and
+                   mine >= SLOWTIER_LOADS_COUNTED * loads and
+                   other <= SLOWTIER_OTHER_NODE * loads)
+            notes.append(f"window {run['id']}: {loads} loads ({run['on_node_pct']}% of the "
+                         f"buffer on node {node}), {win['accesses']} accesses, {mine} "
+                         f"misses on node {node}, {other} on node {1 - node}")
+        return ok, "; ".join(notes)
+
+    for name, node in (("node0", 0), ("node1", 1), ("node1-fast", 1)):
+        judge(f"{name}: its loads counted as node-{node} misses",
+              lambda name=name, node=node: counted(name, node))
+
+    def baseline():
+        """A miss without added latency: the fastest run on node 0, or on
+        node 1 with the latency off (the same, as same_speed() checks)."""
+        return min(float(fastest(name)[0]["ns_per_load"]) for name in ("node0", "node1-fast"))
+
+    def slower():
+        """The node-1 chase is slower than node 0's by (at least most of)
+        the latency; the figures, ratio included, are printed."""
+        ns0, ns1 = baseline(), float(fastest("node1")[0]["ns_per_load"])
+        print(f"# slowtier: {ns0:.0f} ns per load without added latency, {ns1:.0f} on "
+              f"node 1 (x{ns1 / ns0:.2f}): {ns1 - ns0:.0f} ns added, the latency is "
+              f"{latency:.0f} ns", flush=True)
+        return (ns1 - ns0 >= SLOWTIER_ADDED * latency,
+                f"{ns0:.1f} ns per load without added latency, {ns1:.1f} on node 1: "
+                f"{ns1 - ns0:.1f} ns added, the latency is {latency:.0f} ns")
+
+    def accounted():
+        """Every node-1 miss of the window was charged the latency, once."""
+        notes, ok = [], True
+        for run in runs.get("node1", []):
+            win = windows[run["id"]]
+            want = int(win["miss_slow"]) * float(win["latency_ns"]) / 1e9
+            delay = float(win["delay_s"])
+            ok &= want > 0 and abs(delay - want) <= SLOWTIER_ACCOUNTED * want
+            notes.append(f"window {run['id']}: {delay:.3f} s added for {win['miss_slow']} "
+                         f"misses at {win['latency_ns']} ns ({want:.3f} s)")
+        if not notes:
+            raise LookupError("no figures of the run node1 from the guest")
+        return ok, "; ".join(notes)
+
+    def delay_reaches_guest():
+        """The guest lost the time the plugin held it for."""
+        run1, win1 = fastest("node1")
+        lost = (float(run1["ns_per_load"]) - baseline()) * int(run1["loads"]) / 1e9
+        delay = float(win1["delay_s"])
+        print(f"# slowtier: the plugin added {delay:.3f} s to window {run1['id']}, "
+              f"the guest lost {lost:.3f} s", flush=True)
+        return (lost >= SLOWTIER_LOST * delay,
+                f"the plugin added {delay:.3f} s in window {run1['id']}, "
+                f"the guest lost {lost:.3f} s against no added latency")
+
+    def same_speed():
+        """With the latency off, node 1 is charged nothing."""
+        (run0, _), (runf, winf) = fastest("node0"), fastest("node1-fast")
+        ns0, nsf = float(run0["ns_per_load"]), float(runf["ns_per_load"])
+        return (nsf <= ns0 + SLOWTIER_FAST_SLACK * latency and
+                float(winf["delay_s"]) < 0.01,
+                f"{nsf:.1f} ns per load, node 0 {ns0:.1f}; plugin delay "
+                f"{winf['delay_s']} s")
+
+    def cached():
+        """A buffer that fits the cache model does not reach the slow tier."""
+        run, win = fastest("node1-small")
+        loads, misses = int(run["loads"]), int(win["miss_slow"])
+        return (misses <= SLOWTIER_SMALL_MISSES * loads,
+                f"{misses} node-1 misses of {loads} loads over {run['size']} bytes")
+
+    judge("node1: slower than node 0 by the added latency", slower)
+    judge("node1: every miss charged the latency once", accounted)
+    judge("node1: the guest lost the time the plugin added", delay_reaches_guest)
+    judge("node1-fast: charged nothing with the latency off", same_speed)
+    judge("node1-small: a buffer in the cache model misses (almost) never", cached)
+    print(f"slow-tier guest ran {elapsed:.0f} s; console log: {log}, plugin output: {out}",
+          flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernel", required=True)
@@ -196,12 +409,33 @@ def main():
                     help="the directory of the built tools, for the host tests")
     ap.add_argument("--host-only", action="store_true",
                     help="run only the host-side tests")
+    ap.add_argument("--no-slowtier", action="store_true",
+                    help="skip the test of the emulated slow tier (its own boot)")
+    ap.add_argument("--slow-tier", default="",
+                    help="run the main guest with the emulated slow tier: NS or default")
     args = ap.parse_args()
 
+    try:
+        units = manifest.load(MANIFEST)
+    except (OSError, manifest.ManifestError) as e:
+        print(f"run-tests: error: {e}", file=sys.stderr)
+        return 2
     tally = Tally()
+    kinds = ["host"]
     host_tests(tally, args.userspace)
     if not args.host_only:
         guest_tests(args, tally)
+        kinds += ["kunit", "kselftest"]
+        # The plugin runs in QEMU, whatever the guest kernel: the debug
+        # kernel would only make the run longer (3.5 min, booting under it).
+        if args.debug:
+            print("# slowtier: the emulated slow tier is tested in plain runs only", flush=True)
+        elif not args.no_slowtier:
+            slowtier_tests(args, tally)
+            kinds.append("slowtier")
+    # What should have run and did not, or ran and should not have.
+    for r in manifest.check(units, tally.results, "debug" if args.debug else "plain", kinds):
+        tally.add("manifest", r)
     print(tally.summary(), flush=True)
     return 1 if tally.counts[tp.FAIL] else 0
 

@@ -103,6 +103,12 @@ class _NestedTap:
             flat = _close(child, ok, directive, name, name)
         else:
             flat = [Result(name, _status(ok, directive), directive.strip())]
+        # Results are numbered 1, 2, ... in order: a repeated or skipped
+        # number would otherwise let a stream satisfy its plan twice over.
+        expect = len(node.children) + 1
+        if int(m.group(2)) != expect:
+            flat.append(Result(f"{name} (numbering)", FAIL,
+                               f"numbered {m.group(2)} where {expect} was due"))
         node.children.append(name)
         node.leaves.extend(flat)
 
@@ -170,6 +176,9 @@ REPORTS = [
     (re.compile(r"kmemleak: \d+ new suspected memory leaks|unreferenced object 0x"), "kmemleak"),
     (re.compile(r"soft lockup|hard LOCKUP|rcu_\w+ detected stalls|"
                 r"blocked for more than \d+ seconds"), "hang"),
+    # No test expects the OOM killer: one that runs means a test (or the
+    # kernel) lost track of memory, and its victim's results are suspect.
+    (re.compile(r"invoked oom-killer|Out of memory: Killed process"), "OOM kill"),
 ]
 
 

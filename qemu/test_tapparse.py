@@ -5,6 +5,7 @@ A runner that misreads a log can turn a crashed guest into a green run, so
 each way a guest run can go wrong has a case here.
 """
 
+import manifest
 import tapparse as tp
 
 KSELFTEST_OK = """\
@@ -125,9 +126,14 @@ def test_reports_found():
 [    5.0] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
 [    6.0] WARNING: possible circular locking dependency detected
 [    7.0] Kernel panic - not syncing: Fatal exception
+[    8.0] INFO: task kmigraterd:42 blocked for more than 120 seconds.
+[    9.0] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [ksamplingd:40]
+[   10.0] htmm-touch invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE)
+[   10.1] Out of memory: Killed process 77 (htmm-touch) total-vm:1048576kB
 """
     kinds = [k for k, _ in tp.kernel_reports(console)]
-    assert kinds == ["WARNING", "WARNING", "BUG", "oops", "kmemleak", "WARNING", "panic"]
+    assert kinds == ["WARNING", "WARNING", "BUG", "oops", "kmemleak", "WARNING", "panic",
+                     "hang", "BUG", "OOM kill", "OOM kill"], kinds
 
 
 def test_clean_boot_has_no_reports():
@@ -139,6 +145,89 @@ def test_clean_boot_has_no_reports():
 [    0.4] Run /init as init process
 """
     assert tp.kernel_reports(console) == []
+
+
+def test_kselftest_repeated_numbers_fail():
+    # Two "ok 1" lines and a plan of 2: the count matches, the numbers not.
+    text = KSELFTEST_OK.replace("# 1..3", "# 1..2").replace(
+        "# ok 2 global.b", "# ok 1 global.b").replace("# ok 3 global.c # SKIP no sizes\n", "")
+    failed = names(tp.parse_kselftest(text), tp.FAIL)
+    assert failed == ["htmm:topology.b (numbering)"], failed
+
+
+def test_kselftest_empty_plan_is_a_skip():
+    # "1..0" runs nothing: it must not vanish, but show as a skip that the
+    # manifest can refuse.
+    text = ("TAP version 13\n1..1\n# selftests: htmm: sysfs\n# TAP version 13\n"
+            "# 1..0 # SKIP no htmm\nok 1 selftests: htmm: sysfs # SKIP\n")
+    res = tp.parse_kselftest(text)
+    assert [(r.name, r.status) for r in res] == [("htmm:sysfs", tp.SKIP)], res
+
+
+MANIFEST = """\
+# kind     unit            results  skips
+kselftest  htmm:topology   3        plain=c debug=c
+kselftest  htmm:stress     1
+kunit      htmm_ring       3
+kunit      htmm_hot        1        plain=bins
+"""
+
+
+def _run(text=KSELFTEST_OK, kunit=KUNIT):
+    return ([("kselftest", r) for r in tp.parse_kselftest(text)] +
+            [("kunit", r) for r in tp.parse_kunit(kunit)])
+
+
+def _fails(results, kernel="plain", kinds=None):
+    return sorted(r.name for r in manifest.check(manifest.parse(MANIFEST), results,
+                                                 kernel, kinds))
+
+
+def test_manifest_missing_unit_fails():
+    # htmm:stress never ran (dropped from the build): named as missing.
+    assert _fails(_run()) == ["kselftest htmm:stress"], _fails(_run())
+
+
+def test_manifest_complete_run_passes():
+    stress = ("TAP version 13\n1..1\n# selftests: htmm: stress\n# 1..1\n# ok 1 global.x\n"
+              "ok 1 selftests: htmm: stress\n")
+    run = _run() + [("kselftest", r) for r in tp.parse_kselftest(stress)]
+    assert _fails(run) == [], _fails(run)
+    # htmm_hot's skip is allowed on the plain kernel only.
+    assert _fails(run, "debug") == ["kunit htmm_hot.bins"], _fails(run, "debug")
+
+
+def test_manifest_unlisted_and_duplicate_results_fail():
+    extra = _run() + [("kselftest", tp.Result("htmm:new.case", tp.PASS)),
+                      ("kselftest", tp.Result("htmm:stress.x", tp.PASS)),
+                      ("kselftest", tp.Result("htmm:stress.x", tp.PASS))]
+    f = _fails(extra)
+    assert f == ["kselftest htmm:new.case", "kselftest htmm:stress",
+                 "kselftest htmm:stress.x"], f
+
+
+def test_manifest_unexpected_skip_fails():
+    # b is skipped where only c may be: a regression's skip is a failure.
+    text = KSELFTEST_OK.replace("# ok 2 global.b", "# ok 2 global.b # SKIP no htmm")
+    f = _fails(_run(text), kinds=["kselftest"])
+    assert f == ["kselftest htmm:stress", "kselftest htmm:topology.b"], f
+
+
+def test_manifest_empty_plan_fails():
+    text = ("TAP version 13\n1..1\n# selftests: htmm: topology\n# 1..0 # SKIP gone\n"
+            "ok 1 selftests: htmm: topology # SKIP\n")
+    f = _fails(_run(text), kinds=["kselftest"])
+    assert "kselftest htmm:topology" in f, f
+
+
+def test_manifest_bad_lines_are_refused():
+    for bad in ("kselftest htmm:x\n", "bogus htmm:x 1\n", "kunit a 1 sometimes=x\n",
+                "kunit a 1\nkunit a 2\n", "# nothing\n"):
+        try:
+            manifest.parse(bad)
+        except manifest.ManifestError:
+            continue
+        raise AssertionError(f"accepted {bad!r}")
 
 
 ALL = [v for k, v in sorted(globals().items()) if k.startswith("test_")]

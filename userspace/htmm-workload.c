@@ -23,6 +23,12 @@
  *
  *   htmm-workload -w hotset|zipf|phase [-s SIZE] [-k HOTSIZE] [-t SECONDS]
  *                 [-n NODE] [-f NODE] [-p HOT%] [-a ALPHA] [-K PID,...]
+ *                 [-W WINDOW]
+ *
+ * Under the emulated slow tier (qemu/plugin/slowtier.c), -W brackets the
+ * timed part of the run, after the buffer is placed, in the plugin's
+ * counting window WINDOW, so that the plugin reports this run's slow-tier
+ * access ratio apart from the set-up.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +46,7 @@
 #include <unistd.h>
 
 #include "htmm_util.h"
+#include "slowtier.h"
 
 #define PROG		"htmm-workload"
 #define VERSION		"0.1"
@@ -75,6 +82,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " -w hotset|zipf|phase [-s SIZE] [-k HOTSIZE] [-t SECONDS]\n"
 		"                     [-n NODE] [-f NODE] [-p HOT%%] [-a ALPHA] [-K PID,...]\n"
+		"                     [-W WINDOW]\n"
 		"  -w, --workload KIND  hotset, zipf or phase (the hot set moves halfway)\n"
 		"  -s, --size SIZE      buffer size, with K, M or G (default 256M)\n"
 		"  -k, --hot SIZE       hot set size (default: an eighth of the buffer)\n"
@@ -85,6 +93,8 @@ static void usage(FILE *f)
 		"                       (default 90)\n"
 		"  -a, --alpha ALPHA    zipf: the exponent (default 0.99)\n"
 		"  -K, --kthreads LIST  pids of kernel threads whose cpu time to report\n"
+		"  -W, --window ID      bracket the timed part in the slow-tier plugin's\n"
+		"                       counting window ID (0-255)\n"
 		"  -h, --help           this help\n"
 		"  -V, --version        the version\n"
 		"Prints a CSV row per second: t_s,ops,ops_per_s,hot_fast_pct,\n"
@@ -379,6 +389,7 @@ int main(int argc, char **argv)
 		{ "hot-prob", required_argument, NULL, 'p' },
 		{ "alpha", required_argument, NULL, 'a' },
 		{ "kthreads", required_argument, NULL, 'K' },
+		{ "window", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -389,12 +400,12 @@ int main(int argc, char **argv)
 	unsigned long long ops = 0, last_ops = 0;
 	const char *kind = NULL;
 	int pids[MAX_KTHREADS], npids = 0, phase = 1;
-	long node = -1, fast = 0;
+	long node = -1, fast = 0, window = -1;
 	unsigned int round = 0;
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "w:s:k:t:n:f:p:a:K:hV", opts,
+	while ((c = getopt_long(argc, argv, "w:s:k:t:n:f:p:a:K:W:hV", opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'w':
@@ -441,6 +452,16 @@ int main(int argc, char **argv)
 			if (parse_pids(optarg, pids, &npids)) {
 				fprintf(stderr, PROG ": bad pid list '%s' (at most %d)\n",
 					optarg, MAX_KTHREADS);
+				return 2;
+			}
+			break;
+		case 'W':
+			errno = 0;
+			window = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || window < 0 ||
+			    window > 255) {
+				fprintf(stderr, PROG ": bad window '%s' (0-255)\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -510,6 +531,10 @@ int main(int argc, char **argv)
 
 	printf("t_s,ops,ops_per_s,hot_fast_pct,cold_fast_pct,hit_pct,phase,"
 	       "task_sys_ms,kthread_ms\n");
+	if (window >= 0 && slowtier_cmd(SLOWTIER_BEGIN, window)) {
+		perror(PROG ": slow-tier window");
+		return 1;
+	}
 	t0 = last_t = now();
 	/* Where the pages start from. */
 	if (report(&w, fast, round++, 0, 0, 0, phase, pids, npids))
@@ -542,6 +567,10 @@ int main(int argc, char **argv)
 		/* The time spent reading placement is not counted as work. */
 		last_t = now();
 		last_ops = ops;
+	}
+	if (window >= 0 && slowtier_cmd(SLOWTIER_END, window)) {
+		perror(PROG ": slow-tier window");
+		return 1;
 	}
 	return 0;
 }

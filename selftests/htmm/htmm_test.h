@@ -6,6 +6,7 @@
 #ifndef HTMM_TEST_H
 #define HTMM_TEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -130,6 +131,50 @@ static inline void reap(pid_t pid)
 {
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+}
+
+/*
+ * Whether the session of the (ended) process @pid is gone from
+ * sessions/, waiting up to @timeout_s for its teardown.  After the process
+ * is reaped, htmm_end() says ESRCH whether or not its session leaked; the
+ * sessions directory tells.
+ */
+static inline int session_gone(pid_t pid, double timeout_s)
+{
+	char path[64];
+	double t0 = now_s();
+
+	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d", (int)pid);
+	while (!access(path, F_OK)) {
+		if (now_s() - t0 > timeout_s)
+			return 0;
+		usleep(50000);
+	}
+	return 1;
+}
+
+/*
+ * The number of sessions in sessions/ once it is empty or @timeout_s has
+ * passed; -1 if the directory cannot be read.
+ */
+static inline int sessions_left(double timeout_s)
+{
+	double t0 = now_s();
+
+	for (;;) {
+		DIR *d = opendir(HTMM_SYSFS "/sessions");
+		struct dirent *e;
+		int n = 0;
+
+		if (!d)
+			return -1;
+		while ((e = readdir(d)))
+			n += e->d_name[0] != '.';
+		closedir(d);
+		if (!n || now_s() - t0 > timeout_s)
+			return n;
+		usleep(50000);
+	}
 }
 
 #endif /* HTMM_TEST_H */

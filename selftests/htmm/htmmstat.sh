@@ -25,16 +25,26 @@ result() {
 	fi
 }
 
-# A managed workload: 32 MiB on node 1, 8 MiB of it hot, for 8 s.
-htmm-launch -q -- htmm-touch -s 32M -w 8M -t 8 -n 1 -H >/dev/null &
+# A managed workload: 32 MiB on node 1, 8 MiB of it hot.  It runs until
+# this script ends it (SIGTERM, passed on by htmm-launch), so that no check
+# depends on how fast the guest runs; -t only bounds it should the script
+# die first.
+htmm-launch -q -- htmm-touch -s 32M -w 8M -t 900 -n 1 -H >/dev/null &
 launcher=$!
 pid=""
 i=0
-while [ -z "$pid" ] && [ $i -lt 50 ]; do
+# The session appears once the launcher has started it: within 60 s even
+# on a loaded debug kernel.
+while [ -z "$pid" ] && [ $i -lt 600 ] && kill -0 $launcher 2>/dev/null; do
 	pid=$(ls /sys/kernel/mm/htmm/sessions 2>/dev/null | head -n 1)
 	[ -n "$pid" ] || sleep 0.1
 	i=$((i + 1))
 done
+if [ -z "$pid" ]; then
+	echo "# no htmm session appeared for the managed workload"
+	kill $launcher 2>/dev/null
+	pid=0
+fi
 
 # Three JSON lines for the session, each with its figures, samples coming.
 htmmstat -p "$pid" --json 1 3 >/tmp/htmmstat.json 2>/tmp/htmmstat.err
@@ -61,7 +71,14 @@ htmmstat --json 1 1 >/tmp/htmmstat.sys 2>&1
 grep -q '"pid":0,"sessions":[1-9]' /tmp/htmmstat.sys
 result $? "system_view_counts_the_sessions # $(cat /tmp/htmmstat.sys)"
 
+# End the workload, and wait until its session is gone.
+kill -TERM $launcher
 wait $launcher
+i=0
+while [ -d "/sys/kernel/mm/htmm/sessions/$pid" ] && [ $i -lt 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 
 # No session for the pid: an error that says so, exit 1.
 htmmstat -p "$pid" 1 1 >/dev/null 2>/tmp/htmmstat.err

@@ -198,6 +198,7 @@ TEST_F(sampling, samples_land_in_the_touched_buffer)
 	if (hints0 >= 0)
 		EXPECT_GT(vmstat("numa_hint_faults") - hints0, 0);
 	/* The session ended with the process. */
+	EXPECT_TRUE(session_gone(c.pid, 30));
 	EXPECT_EQ(ESRCH, sys_htmm_end(c.pid));
 }
 

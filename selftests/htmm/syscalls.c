@@ -233,6 +233,12 @@ TEST(end_all_without_sessions_is_enoent)
 
 	EXPECT_TRUE(err == ENOENT || err == 0) TH_LOG("htmm_end(-1): %s", strerror(err));
 	EXPECT_EQ(ENOENT, sys_htmm_end(-1));
+	/*
+	 * ENOENT holds too with a leaked session of a dead process, which
+	 * htmm_end(-1) passes over: no session may be left at all (earlier
+	 * tests' teardowns may still be on their way out).
+	 */
+	EXPECT_EQ(0, sessions_left(30)) TH_LOG("sessions left in " HTMM_SYSFS "/sessions");
 }
 
 /* nobody may not manage init, which root owns. */
@@ -305,6 +311,8 @@ TEST(end_after_the_process_is_gone_is_esrch)
 	status = kill_child(pid);
 	close(wfd);
 	ASSERT_TRUE(WIFSIGNALED(status));
+	/* ESRCH holds for a leaked session too: its directory must go. */
+	EXPECT_TRUE(session_gone(pid, 30));
 	EXPECT_EQ(ESRCH, sys_htmm_end(pid));
 }
 
