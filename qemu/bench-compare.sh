@@ -32,19 +32,23 @@
 # The buffer is first touched on node 1 (the slow tier); node 0 is smaller
 # than it, so placement matters.
 #
-# redis: redis-server holds SIZE of 4000-byte values (keys key:000000000000
-# on), loaded once and moved to node 1 with migratepages(8) before each
-# system's run.  Two redis-benchmark clients send GETs for SECONDS: eight
-# connections to the first HOTSIZE worth of keys, one connection to every
-# key, so that about nine in ten requests go to a tenth of the data (the
-# client has no skewed key distribution of its own).  The throughput is
-# Redis's own count of commands; the clients' reports are kept in the log.
+# redis: redis-server holds SIZE of 64,000-byte values (keys key:000000000000
+# on, 16 pages each), loaded once and moved to node 1 with migratepages(8)
+# before each system's run.  redis-benchmark sends GETs for SECONDS over
+# eight connections, in passes that take turns: 360 requests to the keys of
+# the first HOTSIZE, 40 to any key, so that nine in ten requests go to a
+# twelfth of the data (the client has no skewed key distribution of its
+# own).  The values are large so that a GET costs memory accesses more
+# than system calls, which the emulator makes slow.  The throughput is
+# Redis's own count of commands; the client's reports are kept in the log.
 #
 # Under the emulated slow tier (qemu/plugin/slowtier.c, which `make bench`
 # loads), each run is one of the plugin's counting windows, numbered in
-# runs.tsv: the plugin counts the run's memory accesses per node.  The raw figures go to the second serial
-# port (or stdout) as files between "@@ BEGIN name" and "@@ END name" lines;
-# qemu/bench-report.py turns them into bench-results/.
+# runs.tsv: the plugin counts the run's memory accesses per node.
+#
+# The raw figures go to the second serial port (or stdout) as files between
+# "@@ BEGIN name" and "@@ END name" lines; qemu/bench-report.py turns them
+# into bench-results/.
 #
 #   bench-compare.sh [SIZE] [HOTSIZE] [SECONDS] [WORKLOADS] [SYSTEMS]
 #
@@ -210,13 +214,16 @@ bytes() {
 # Hundredths of a second since boot.
 uptime_cs() { awk '{ printf "%.0f\n", $1 * 100 }' /proc/uptime; }
 
-REDIS_PORT=6379
-REDIS_VALUE=4000
+# The guest has no network: server and clients meet on a Unix socket.
+REDIS_SOCK=/tmp/redis.sock
+REDIS_VALUE=64000
+REDIS_SLOT=65536
 redis_pid="" launcher=""
-rcli() { redis-cli -p $REDIS_PORT "$@"; }
+rcli() { redis-cli -s $REDIS_SOCK "$@"; }
 # Loads KEYS values of SIZE bytes in one server-side script.
-REDIS_LOAD="for i = 0, tonumber(ARGV[1]) - 1 do
-  redis.call('SET', string.format('key:%012d', i), string.rep('x', tonumber(ARGV[2])))
+REDIS_LOAD="local v = string.rep('x', tonumber(ARGV[2]))
+for i = 0, tonumber(ARGV[1]) - 1 do
+  redis.call('SET', string.format('key:%012d', i), v)
 end
 return redis.call('DBSIZE')"
 
@@ -225,10 +232,10 @@ redis_up() {
 	for t in redis-server redis-cli redis-benchmark migratepages; do
 		command -v $t >/dev/null || fail "$t is not in the guest" || return
 	done
-	redis_keys=$(( $(bytes "$size") / 4096 ))
-	redis_hot=$(( $(bytes "$hot") / 4096 ))
-	redis-server --port $REDIS_PORT --bind 127.0.0.1 --save "" \
-		--appendonly no --protected-mode no --logfile /tmp/redis.log &
+	redis_keys=$(( $(bytes "$size") / REDIS_SLOT ))
+	redis_hot=$(( $(bytes "$hot") / REDIS_SLOT ))
+	redis-server --port 0 --unixsocket $REDIS_SOCK --save "" \
+		--appendonly no --logfile /tmp/redis.log &
 	redis_pid=$!
 	i=0
 	until rcli ping >/dev/null 2>&1; do
@@ -288,16 +295,15 @@ run_redis() {
 	rm -f /tmp/redis-hot.csv /tmp/redis-all.csv
 	slowtier-ctl begin "$2"
 	t0=$(uptime_cs)
-	# Each client in passes of a few seconds: a pass's report is written
-	# when it ends, and the pass still going at the end is cut short.
+	# A pass's report is written when it ends; the pass still going at the
+	# end of the run is cut short.
 	while :; do
-		redis-benchmark -p $REDIS_PORT -t get -r $redis_hot -c 8 -n 5000 --csv
-	done > /tmp/redis-hot.csv 2>/dev/null &
-	c1=$!
-	while :; do
-		redis-benchmark -p $REDIS_PORT -t get -r $redis_keys -c 1 -n 600 --csv
-	done > /tmp/redis-all.csv 2>/dev/null &
-	c2=$!
+		redis-benchmark -s $REDIS_SOCK -t get -r $redis_hot -c 8 -n 360 --csv \
+			>> /tmp/redis-hot.csv
+		redis-benchmark -s $REDIS_SOCK -t get -r $redis_keys -c 8 -n 40 --csv \
+			>> /tmp/redis-all.csv
+	done 2>/dev/null &
+	clients=$!
 	echo "t_s,ops,ops_per_s,hot_fast_pct,cold_fast_pct,hit_pct,phase,task_sys_ms,kthread_ms"
 	ops0=$(redis_ops)
 	sys0=$(task_ms $redis_pid sys)
@@ -315,8 +321,8 @@ run_redis() {
 		s=$((s + 1))
 	done
 	slowtier-ctl end "$2"
-	kill $c1 $c2 2>/dev/null
-	wait $c1 $c2 2>/dev/null
+	kill $clients 2>/dev/null
+	wait $clients 2>/dev/null
 	killall redis-benchmark 2>/dev/null
 	if [ -n "$launcher" ]; then
 		kill -INT $launcher
@@ -325,6 +331,7 @@ run_redis() {
 	fi
 	# What the clients measured, per pass of their requests.
 	for c in hot all; do
+		touch /tmp/redis-$c.csv
 		awk -F'"' -v c=$c '$2 == "GET" { n++; s += $4 }
 			END { printf "redis-benchmark (%s keys): %d passes, mean %.0f requests/s\n",
 			      c, n, n ? s / n : 0 }' /tmp/redis-$c.csv >&2

@@ -319,6 +319,8 @@ def main():
     for wl in sorted({r["workload"] for r in runs}, key=lambda w: order(w, "")):
         systems = [r["system"] for r in runs if r["workload"] == wl
                    and len(series[(wl, r["system"])]) > 1]
+        if not systems:
+            continue
         if any(series[(wl, s)][-1]["hot_fast_pct"] is not None for s in systems):
             pngs.append(plot(outdir, wl, systems, series_dir))
         pngs.append(plot(outdir, wl, systems, series_dir, "throughput"))

@@ -166,7 +166,7 @@ static int wait_child(struct child *c)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-TEST_F(sampling, samples_land_in_the_touched_buffer)
+TEST_F_TIMEOUT(sampling, samples_land_in_the_touched_buffer, 300)
 {
 	long long sampled0 = vmstat("htmm_sampled");
 	long long hints0 = vmstat("numa_hint_faults");
@@ -216,7 +216,7 @@ static void *thread_touch(void *arg)
 	return NULL;
 }
 
-TEST_F(sampling, threads_created_after_start_are_sampled)
+TEST_F_TIMEOUT(sampling, threads_created_after_start_are_sampled, 300)
 {
 	long long lost0 = vmstat("htmm_sample_lost");
 	struct thread_arg ta = { .len = 8 * MB };
@@ -266,7 +266,7 @@ TEST_F(sampling, threads_created_after_start_are_sampled)
 	EXPECT_GE(tc.inside, 512);
 }
 
-TEST_F(sampling, session_ends_when_its_process_exits)
+TEST_F_TIMEOUT(sampling, session_ends_when_its_process_exits, 300)
 {
 	struct child c;
 
@@ -294,7 +294,7 @@ static long long session_stat(pid_t pid, const char *name)
  * touches: perf drops samples and says so with PERF_RECORD_LOST, which
  * ksamplingd counts, and every record it reads is whole.
  */
-TEST_F(sampling, overflowing_buffers_are_counted_not_misread)
+TEST_F_TIMEOUT(sampling, overflowing_buffers_are_counted_not_misread, 300)
 {
 	long long lost0 = vmstat("htmm_sample_lost"), sampled, lost, malformed;
 	char pages[16] = "";

@@ -238,7 +238,7 @@ TEST(end_all_without_sessions_is_enoent)
 	 * htmm_end(-1) passes over: no session may be left at all (earlier
 	 * tests' teardowns may still be on their way out).
 	 */
-	EXPECT_EQ(0, sessions_left(30)) TH_LOG("sessions left in " HTMM_SYSFS "/sessions");
+	EXPECT_EQ(0, sessions_left(20)) TH_LOG("sessions left in " HTMM_SYSFS "/sessions");
 }
 
 /* nobody may not manage init, which root owns. */
@@ -312,7 +312,7 @@ TEST(end_after_the_process_is_gone_is_esrch)
 	close(wfd);
 	ASSERT_TRUE(WIFSIGNALED(status));
 	/* ESRCH holds for a leaked session too: its directory must go. */
-	EXPECT_TRUE(session_gone(pid, 30));
+	EXPECT_TRUE(session_gone(pid, 20));
 	EXPECT_EQ(ESRCH, sys_htmm_end(pid));
 }
 

@@ -381,12 +381,19 @@ TEST_F_TIMEOUT(tiering, huge_pages_are_promoted_whole, 300)
  * A process killed while its pages are being promoted: its session goes
  * away with it, and the kernel reports nothing (the runner reads the
  * console for warnings, and on debug kernels for leaks).
+ *
+ * Promptly: work on the memory of a process that is exiting stops at the
+ * next small step, so that the teardown waits for no whole pass of
+ * kmigraterd or ksamplingd.  The bound leaves a wide margin for a debug
+ * kernel on a loaded host; the test waits longer to report the figure.
  */
+#define TEARDOWN_BOUND_S 5.0
+
 TEST_F_TIMEOUT(tiering, exit_during_migration, 300)
 {
 	const size_t len = 64 * MB;
 	pid_t pid = fork();
-	double start;
+	double start, gone;
 	int status;
 
 	ASSERT_LE(0, pid);
@@ -405,15 +412,20 @@ TEST_F_TIMEOUT(tiering, exit_during_migration, 300)
 		usleep(100000);
 	ASSERT_LT(0, session_stat(pid, "promoted"))
 		TH_LOG("no page of the child was promoted");
+	start = now_s();
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFSIGNALED(status));
 
 	/* Its session is gone, and its pid too. */
-	start = now_s();
-	while (!access(session_file(pid, ""), F_OK) && now_s() - start < 10)
-		usleep(100000);
-	ASSERT_NE(0, access(session_file(pid, ""), F_OK));
+	while (!access(session_file(pid, ""), F_OK) && now_s() - start < 60)
+		usleep(10000);
+	gone = now_s() - start;
+	ASSERT_NE(0, access(session_file(pid, ""), F_OK))
+		TH_LOG("the session outlived its process by %.1f s", gone);
+	TH_LOG("session gone %.3f s after SIGKILL (bound %.0f s)", gone,
+	       TEARDOWN_BOUND_S);
+	ASSERT_LT(gone, TEARDOWN_BOUND_S);
 	ASSERT_EQ(ESRCH, sys_htmm_end(pid));
 }
 
