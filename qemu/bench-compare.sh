@@ -325,7 +325,9 @@ run_redis() {
 	wait $clients 2>/dev/null
 	killall redis-benchmark 2>/dev/null
 	if [ -n "$launcher" ]; then
-		kill -INT $launcher
+		# SIGTERM: a background job of a non-interactive shell starts
+		# with SIGINT ignored, and would never see it.
+		kill -TERM $launcher
 		wait $launcher
 		launcher=""
 	fi
