@@ -41,33 +41,6 @@ static void usage(FILE *f)
 		"  -V, --version       the version\n");
 }
 
-/*
- * The share of [p, p + len) on @node, from one page in @step, read with
- * move_pages(2); -1 if it cannot be read.
- */
-static double share_on(volatile char *p, size_t len, size_t psize, size_t step,
-		       int node)
-{
-	enum { BATCH = 512 };
-	void *pages[BATCH];
-	int status[BATCH];
-	size_t n = 0, on = 0, all = 0;
-
-	for (size_t off = 0; off < len; off += psize * step) {
-		pages[n++] = (char *)p + off;
-		if (n == BATCH || off + psize * step >= len) {
-			if (syscall(SYS_move_pages, 0, n, pages, NULL, status, 0))
-				return -1;
-			for (size_t i = 0; i < n; i++) {
-				all += status[i] >= 0;
-				on += status[i] == node;
-			}
-			n = 0;
-		}
-	}
-	return all ? 100.0 * on / all : 0;
-}
-
 static double now(void)
 {
 	struct timespec ts;
@@ -196,10 +169,10 @@ int main(int argc, char **argv)
 			       (touched - last) / (t1 - last_t));
 			/* Every page of the hot set, one in 16 of the rest. */
 			printf(", hot set %.1f%% on node 0",
-			       share_on(p, hot, psize, 1, 0));
+			       htmm_share_on_node((const void *)p, hot, 1, 0));
 			if (hot < size)
 				printf(", rest %.1f%%",
-				       share_on(p + hot, size - hot, psize, 16, 0));
+				       htmm_share_on_node((const void *)(p + hot), size - hot, 16, 0));
 			printf("\n");
 			fflush(stdout);
 			last = touched;

@@ -99,29 +99,6 @@ static uint64_t next_rand(uint64_t *s)
 	return *s * 0x2545F4914F6CDD1DULL;
 }
 
-/* The share of the buffer's pages on @node, with move_pages(2). */
-static double share_on(char *buf, size_t size, int node)
-{
-	enum { BATCH = 512 };
-	size_t psize = sysconf(_SC_PAGESIZE), n = 0, on = 0, all = 0;
-	void *pages[BATCH];
-	int status[BATCH];
-
-	for (size_t off = 0; off < size; off += psize) {
-		pages[n++] = buf + off;
-		if (n == BATCH || off + psize >= size) {
-			if (syscall(SYS_move_pages, 0, n, pages, NULL, status, 0))
-				return -1;
-			for (size_t i = 0; i < n; i++) {
-				all += status[i] >= 0;
-				on += status[i] == node;
-			}
-			n = 0;
-		}
-	}
-	return all ? 100.0 * on / all : 0;
-}
-
 /*
  * Link the @lines cache lines of @buf into one cycle in random order: each
  * line's first word points to the next line.  Returns the first line.
@@ -244,7 +221,7 @@ static int chase(int argc, char **argv)
 		fprintf(stderr, PROG ": out of memory for %zu lines\n", lines);
 		return 1;
 	}
-	pct = share_on(buf, size, node);
+	pct = htmm_share_on_node(buf, size, 1, node);
 	if (pct < 0) {
 		perror(PROG ": move_pages");
 		return 1;

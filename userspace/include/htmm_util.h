@@ -38,6 +38,13 @@ void htmm_usage_error(const char *prog, void (*usage)(FILE *f),
 		      const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 3, 4)));
 
+/*
+ * The share, in percent, of the pages of [p, p + len) that are on @node,
+ * looking at one page in @step, read with move_pages(2); -1 if it cannot
+ * be read.  Pages not yet mapped count for nothing.
+ */
+double htmm_share_on_node(const void *p, size_t len, size_t step, int node);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "htmm_util.h"
 
@@ -48,4 +49,26 @@ void htmm_usage_error(const char *prog, void (*usage)(FILE *f),
 	}
 	usage(stderr);
 	exit(2);
+}
+
+double htmm_share_on_node(const void *p, size_t len, size_t step, int node)
+{
+	enum { BATCH = 512 };
+	size_t psize = sysconf(_SC_PAGESIZE), n = 0, on = 0, all = 0;
+	void *pages[BATCH];
+	int status[BATCH];
+
+	for (size_t off = 0; off < len; off += psize * step) {
+		pages[n++] = (char *)p + off;
+		if (n == BATCH || off + psize * step >= len) {
+			if (syscall(SYS_move_pages, 0, n, pages, NULL, status, 0))
+				return -1;
+			for (size_t i = 0; i < n; i++) {
+				all += status[i] >= 0;
+				on += status[i] == node;
+			}
+			n = 0;
+		}
+	}
+	return all ? 100.0 * on / all : 0;
 }
