@@ -112,13 +112,26 @@ def _as_subtests(out):
                    if not line.startswith("TAP version"))
 
 
+def boot_cmd(args, mode, timeout, log, tap):
+    """The qemu/boot.sh command of a test boot: the guest of @args."""
+    return ["bash", os.path.join(HERE, "boot.sh"), "--mode", mode,
+            "--kernel", args.kernel, "--initrd", args.initrd,
+            "--fast-mem", args.fast_mem, "--slow-mem", args.slow_mem,
+            "--cpus", str(args.cpus), "--timeout", str(timeout),
+            "--log", log, "--tap", tap]
+
+
+def guest_output(tap):
+    """(begin, end, body): the guest's markers' offsets (-1 if absent) in
+    its test output, and what it wrote between them."""
+    begin, end = tap.find("HTMM-GUEST-BEGIN"), tap.find("HTMM-GUEST-END")
+    body = tap[begin:end if end >= 0 else len(tap)] if begin >= 0 else ""
+    return begin, end, body
+
+
 def guest_tests(args, tally):
     tap_path = args.log + ".tap"
-    cmd = ["bash", os.path.join(HERE, "boot.sh"), "--mode", "test",
-           "--kernel", args.kernel, "--initrd", args.initrd,
-           "--fast-mem", args.fast_mem, "--slow-mem", args.slow_mem,
-           "--cpus", str(args.cpus), "--timeout", str(args.timeout),
-           "--log", args.log, "--tap", tap_path]
+    cmd = boot_cmd(args, "test", args.timeout, args.log, tap_path)
     if args.slow_tier:
         cmd += ["--slow-tier", args.slow_tier]
     append = args.append + (" htmm_debug=1" if args.debug else "")
@@ -138,9 +151,7 @@ def guest_tests(args, tally):
     for r in tp.parse_kunit(console):
         tally.add("kunit", r)
 
-    begin = tap.find("HTMM-GUEST-BEGIN")
-    end = tap.find("HTMM-GUEST-END")
-    body = tap[begin:end if end >= 0 else len(tap)] if begin >= 0 else ""
+    begin, end, body = guest_output(tap)
     results = tp.parse_kselftest(body)
     for r in results:
         tally.add("kselftest", r)
@@ -230,12 +241,8 @@ def slowtier_tests(args, tally):
     base = os.path.splitext(args.log)[0] + "-slowtier"
     timeout = min(args.timeout, SLOWTIER_TIMEOUT)
     log, tap_path, out = base + ".log", base + ".log.tap", base + ".csv"
-    cmd = ["bash", os.path.join(HERE, "boot.sh"), "--mode", "slowtier-test",
-           "--kernel", args.kernel, "--initrd", args.initrd,
-           "--fast-mem", args.fast_mem, "--slow-mem", args.slow_mem,
-           "--cpus", str(args.cpus), "--timeout", str(timeout),
-           "--log", log, "--tap", tap_path,
-           "--slow-tier", "default", "--slow-tier-out", out]
+    cmd = boot_cmd(args, "slowtier-test", timeout, log, tap_path) + \
+        ["--slow-tier", "default", "--slow-tier-out", out]
     if args.append.strip():
         cmd += ["--append", args.append.strip()]
     print(f"booting the guest with the emulated slow tier; console log {log}", flush=True)
@@ -256,8 +263,7 @@ def slowtier_tests(args, tally):
     def add(name, ok, note=""):
         tally.add("slowtier", tp.Result(name, tp.PASS if ok else tp.FAIL, note))
 
-    begin, end = tap.find("HTMM-GUEST-BEGIN"), tap.find("HTMM-GUEST-END")
-    body = tap[begin:end if end >= 0 else len(tap)] if begin >= 0 else ""
+    begin, end, body = guest_output(tap)
     results = tp.parse_kselftest(body)
     for r in results:
         tally.add("slowtier", r)
