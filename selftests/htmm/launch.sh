@@ -53,7 +53,7 @@ rc=$?
 result $? "slow_node_is_refused_with_a_message # got $rc: $(cat /tmp/launch.err)"
 
 # The summary reports the samples of the run.
-htmm-launch -- htmm-touch -s 8M -t 1 2>/tmp/launch.err >/dev/null
+htmm-launch -- htmm-touch -s 8M -t 1 -n 1 2>/tmp/launch.err >/dev/null
 rc=$?
 [ "$rc" = 0 ] && grep -Eq 'htmm_sampled +\+[1-9]' /tmp/launch.err
 result $? "summary_reports_samples # got $rc: $(tr '\n' ' ' </tmp/launch.err)"

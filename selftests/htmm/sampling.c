@@ -115,6 +115,7 @@ struct child {
 
 static int spawn_toucher(struct child *c, size_t len, double seconds)
 {
+	const unsigned long slow_mask = 1UL << 1;
 	int up[2], down[2];
 	char byte;
 
@@ -134,6 +135,13 @@ static int spawn_toucher(struct child *c, size_t len, double seconds)
 			_exit(2);
 		/* Page by page: a huge page would be one fault for 2 MiB. */
 		madvise(p, len, MADV_NOHUGEPAGE);
+		/*
+		 * On the slow node, where the scanner arms pages (it reads
+		 * the fast node's accessed bits instead).
+		 */
+		if (syscall(SYS_mbind, p, len, 2 /* MPOL_BIND */, &slow_mask,
+			    64, 0))
+			_exit(5);
 		if (write(up[1], range, sizeof(range)) != sizeof(range))
 			_exit(3);
 		if (read(down[0], &byte, 1) != 1)

@@ -279,6 +279,58 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, 300)
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
+static long node_free_kb(int node);
+
+/*
+ * A 64 MiB buffer on the slow node, with node 0 roomy: 8 MiB are read over
+ * and over, the rest once every 8 s.  The hot 8 MiB go up; the rest, used
+ * too rarely to be worth the fast tier's room or a migration, stays down
+ * (at most a tenth of it up after 40 s), though node 0 could take it all.
+ */
+TEST_F_TIMEOUT(tiering, rarely_touched_rest_stays_down, 300)
+{
+	const size_t len = 64 * MB, hot_len = 8 * MB;
+	const size_t hot_pages = hot_len / PAGE, rest_pages = (len - hot_len) / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	double start, t90 = -1, last_rest = 0;
+	long on = 0, rest_fast;
+	char *hot;
+
+	ASSERT_NE(NULL, buf);
+	hot = buf + 32 * MB;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	/* Room for all of it, and more. */
+	ASSERT_LT((long)(2 * len / 1024), node_free_kb(FAST));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < 40) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(hot, hot_len);
+		if (now_s() - last_rest >= 8) {
+			read_pages(buf, len);
+			last_rest = now_s();
+		}
+		on = pages_on(hot, hot_len, FAST, NULL);
+		ASSERT_LE(0, on);
+		if (t90 < 0 && on * 10 >= (long)hot_pages * 9)
+			t90 = now_s() - start;
+	}
+	on = pages_on(hot, hot_len, FAST, NULL);
+	rest_fast = pages_on(buf, len, FAST, NULL) - on;
+	log_session(_metadata);
+	TH_LOG("after %.0f s: hot set %ld of %zu pages on node 0 (90%% after %.1f s); the rest %ld of %zu (%.1f%%)",
+	       now_s() - start, on, hot_pages, t90, rest_fast, rest_pages,
+	       100.0 * rest_fast / rest_pages);
+	ASSERT_LE(0, t90) TH_LOG("90%% of the hot set never reached node 0");
+	EXPECT_GE(on * 10, (long)hot_pages * 9);
+	EXPECT_LE(rest_fast * 10, (long)rest_pages);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
 /*
  * A 128 MiB buffer on the fast node, with a fast-tier budget of 32 MiB:
  * its cold pages go down to node 1 until the session fits the budget, while
