@@ -36,7 +36,7 @@ echo "its session (/sys/kernel/mm/htmm/sessions/PID/): the samples, the hot"
 echo "threshold, the pages kmigraterd counted per tier and as hot, and the"
 echo "pages it moved:"
 echo
-htmm-launch -- htmm-touch -s 128M -w 16M -t 30 -n 1 -H &
+htmm-launch -- htmm-touch -s 128M -w 16M -t 30 -n 1 -H >/tmp/demo-touch.out &
 launcher=$!
 pid=""
 i=0
@@ -61,9 +61,17 @@ while [ -n "$pid" ] && [ -d "$HTMM/sessions/$pid" ]; do
 	t=$((t + 1))
 done
 wait $launcher
+cat /tmp/demo-touch.out
 echo
-echo "The hot set (4096 pages) went up from node 1 to node 0; the pages"
-echo "touched only every 8 s stayed down, unless the fast tier had room for"
-echo "them as well (their counts cool between touches)."
+# What happened in this run, as the workload read it back at its end.
+set -- $(sed -n 's/.*at the end, \([0-9.]*\)% of the hot set.* and \([0-9.]*\)% of the rest.*/\1 \2/p' \
+	/tmp/demo-touch.out)
+if [ $# -eq 2 ]; then
+	echo "In this run, $1% of the hot set (4096 pages) ended on node 0, and"
+	echo "$2% of the pages touched only every 8 s (28672 pages), with node 0"
+	echo "roomy enough for all of them."
+else
+	echo "The workload did not report where its pages ended up."
+fi
 echo
 echo "=== demo done ==="

@@ -3,7 +3,7 @@
  * htmm-touch: a memory workload for trying htmm.  It maps a buffer, places
  * its first touch on a node if asked, then writes one byte of every page in
  * turn until the time is up, and reports how many pages it touched per
- * second.  With a hot set, it touches the pages of the hot set over and
+ * second, and at the end the share of its pages on node 0.  With a hot set, it touches the pages of the hot set over and
  * over, and the rest of the buffer once every eight seconds.
  *
  *   htmm-touch [-s SIZE] [-w HOTSIZE] [-t SECONDS] [-n NODE] [-H] [-v]
@@ -182,5 +182,14 @@ int main(int argc, char **argv)
 	}
 	printf("htmm-touch: %zu MiB, %.1f s, %llu page touches, %.0f pages/s\n",
 	       size >> 20, t1 - t0, touched, touched / (t1 - t0));
+	/* Where its pages ended up, read back page by page. */
+	if (hot < size)
+		printf("htmm-touch: at the end, %.1f%% of the hot set (%zu pages) and %.1f%% of the rest (%zu pages) on node 0\n",
+		       htmm_share_on_node((const void *)p, hot, 1, 0), hot / psize,
+		       htmm_share_on_node((const void *)(p + hot), size - hot, 1, 0),
+		       (size - hot) / psize);
+	else
+		printf("htmm-touch: at the end, %.1f%% of its %zu pages on node 0\n",
+		       htmm_share_on_node((const void *)p, size, 1, 0), size / psize);
 	return 0;
 }
