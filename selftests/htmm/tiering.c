@@ -112,6 +112,23 @@ static uint64_t read_pages(const void *p, size_t len)
 }
 
 /*
+ * A second of a workload with a hot set: [hot, hot + hot_len) read over
+ * and over, and all of [buf, buf + len) once every 8 s (*@last: when).
+ */
+static void read_hot_second(const char *hot, size_t hot_len, const char *buf,
+			    size_t len, double *last)
+{
+	double t = now_s();
+
+	while (now_s() - t < 1)
+		read_pages(hot, hot_len);
+	if (now_s() - *last >= 8) {
+		read_pages(buf, len);
+		*last = now_s();
+	}
+}
+
+/*
  * Read every page of [p, p + len), a second at a time, until 90% of its
  * pages are on the fast node or @seconds passed; the pages there.
  */
@@ -245,15 +262,9 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, 300)
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
 	while (now_s() - start < 120) {
-		double t = now_s();
 		char period[32] = "";
 
-		while (now_s() - t < 1)
-			read_pages(hot, hot_len);
-		if (now_s() - last_cold >= 8) {
-			read_pages(buf, len);
-			last_cold = now_s();
-		}
+		read_hot_second(hot, hot_len, buf, len, &last_cold);
 		on = pages_on(hot, hot_len, FAST, NULL);
 		read_file(HTMM_SYSFS "/sample_period", period, sizeof(period));
 		TH_LOG("%.1f s: %lld samples, %lld lost, period %s, %ld hot pages up",
@@ -305,14 +316,7 @@ TEST_F_TIMEOUT(tiering, rarely_touched_rest_stays_down, 300)
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
 	while (now_s() - start < 40) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(hot, hot_len);
-		if (now_s() - last_rest >= 8) {
-			read_pages(buf, len);
-			last_rest = now_s();
-		}
+		read_hot_second(hot, hot_len, buf, len, &last_rest);
 		on = pages_on(hot, hot_len, FAST, NULL);
 		ASSERT_LE(0, on);
 		if (t90 < 0 && on * 10 >= (long)hot_pages * 9)
