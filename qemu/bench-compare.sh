@@ -393,13 +393,20 @@ for wl in $workloads; do
 			case "$sys" in htmm*) cmd="htmm-launch -q -- $cmd" ;; esac
 		fi
 		log "$wl under $sys: $cmd"
-		# htmm's view of the session, its last second kept for the log.
+		# htmm's view of the session: its last second kept for the log,
+		# and every 4 s a line of how promotion goes.
 		if [ -d $HTMM ]; then
+			rm -f /tmp/session.trace
+			wt0=$(uptime_cs) n=0
 			while :; do
 				for d in /sys/kernel/mm/htmm/sessions/[0-9]*; do
 					[ -d "$d" ] && (cd "$d" && grep -s . * > /tmp/session.new) &&
 						mv /tmp/session.new /tmp/session.txt
 				done
+				n=$((n + 1))
+				[ -f /tmp/session.txt ] && [ $((n % 4)) -eq 0 ] &&
+					echo "t=$(( ($(uptime_cs) - wt0) / 100 )) $(grep -E '^(promoted|demoted|pages_hot|pages_warm|hot_threshold|dropped|requeued|fault|unarmed|histogram):' \
+						/tmp/session.txt | tr '\n' ' ') $(cd $HTMM && grep -s . sample_period ksamplingd_cpu kmigraterd_cpu | tr '\n' ' ')" >> /tmp/session.trace
 				sleep 1
 			done &
 			watcher=$!
@@ -409,6 +416,8 @@ for wl in $workloads; do
 		if [ -d $HTMM ]; then
 			kill $watcher
 			wait $watcher 2>/dev/null
+			[ -f /tmp/session.trace ] &&
+				sed 's/^/bench: session at /' /tmp/session.trace
 			[ -f /tmp/session.txt ] &&
 				echo "bench: the session's last figures: $(tr '\n' ' ' < /tmp/session.txt)"
 			rm -f /tmp/session.txt
