@@ -46,7 +46,23 @@ if [ -z "$pid" ]; then
 	pid=0
 fi
 
-# Three JSON lines for the session, each with its figures, samples coming.
+# Wait until the workload is placed, sampled and counted: its session has
+# samples and kmigraterd has counted its pages.  How long that takes
+# depends on the kernel (a debug kernel's first touches and census are
+# slow, and ksamplingd stretches its scan under its quota), so wait for
+# it, up to 2 minutes, rather than for a fixed time.
+sess=/sys/kernel/mm/htmm/sessions/$pid
+i=0
+while [ $i -lt 1200 ] && kill -0 $launcher 2>/dev/null; do
+	s=$(cat $sess/sampled 2>/dev/null || echo 0)
+	f=$(cat $sess/pages_fast 2>/dev/null || echo 0)
+	l=$(cat $sess/pages_slow 2>/dev/null || echo 0)
+	[ "${s:-0}" -gt 0 ] && [ $(( ${f:-0} + ${l:-0} )) -gt 0 ] && break
+	sleep 0.1
+	i=$((i + 1))
+done
+
+# Three JSON lines for the session, each with its figures.
 htmmstat -p "$pid" --json 1 3 >/tmp/htmmstat.json 2>/tmp/htmmstat.err
 rc=$?
 lines=$(grep -c '^{"pid":'"$pid"',' /tmp/htmmstat.json)
@@ -54,10 +70,19 @@ keys=$(grep -c '"sampled_per_s":[0-9.]*,.*"promoted_per_s":[0-9.]*,.*"pages_fast
 [ "$rc" = 0 ] && [ "$lines" = 3 ] && [ "$keys" = 3 ]
 result $? "json_has_a_line_per_interval # rc $rc, $lines lines, $keys whole"
 
-# The workload is sampled: some line shows samples, and pages were counted.
+# The workload is sampled: a line shows samples, and pages were counted.
+# Samples come in bursts, a scan window at a time, and a window may be
+# seconds apart: read a line a second until one shows some, up to 2
+# minutes.
+i=0
+until grep -q '"sampled_per_s":[1-9]' /tmp/htmmstat.json || [ $i -ge 120 ] ||
+	! kill -0 $launcher 2>/dev/null; do
+	htmmstat -p "$pid" --json 1 1 >>/tmp/htmmstat.json 2>/dev/null
+	i=$((i + 1))
+done
 grep -q '"sampled_per_s":[1-9]' /tmp/htmmstat.json &&
 	grep -q '"pages_slow":[1-9]\|"pages_fast":[1-9]' /tmp/htmmstat.json
-result $? "json_shows_the_samples_and_pages # $(tail -n 1 /tmp/htmmstat.json)"
+result $? "json_shows_the_samples_and_pages # $(grep -c . /tmp/htmmstat.json) lines read; $(tail -n 1 /tmp/htmmstat.json)"
 
 # The text view: a header, then a line per interval, the histogram after.
 htmmstat -p "$pid" --histogram -n 2 1 >/tmp/htmmstat.txt 2>&1
