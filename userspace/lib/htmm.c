@@ -91,6 +91,9 @@ const char *htmm_start_strerror(int err)
 		       "CAP_SYS_NICE for a node outside its cpuset)";
 	case EBUSY:
 		return "the process is already managed by htmm";
+	case EAGAIN:
+		return "the process created threads faster than htmm could "
+		       "open its sampling events on them; try again";
 	case ENODEV:
 		return "no sampling source works on this machine";
 	case ENOMEM:
