@@ -151,6 +151,7 @@ static void read_vmstat(struct vmstat *vs)
 struct session_fig {
 	long long val[4];
 	bool seen;
+	bool denied;	/* the files are root's, and we are not */
 };
 
 static const char *const session_files[] = {
@@ -173,8 +174,11 @@ static void read_session(pid_t pid, struct session_fig *fig)
 		snprintf(path, sizeof(path), "/sys/kernel/mm/htmm/sessions/%d/%s",
 			 (int)pid, session_files[i]);
 		f = fopen(path, "re");
-		if (!f)
+		if (!f) {
+			if (errno == EACCES)
+				fig->denied = true;
 			return;
+		}
 		ok = fscanf(f, "%lld", &val[i]) == 1;
 		fclose(f);
 		if (!ok)
@@ -205,6 +209,9 @@ static void print_summary(const char *what, double seconds,
 			"%lld of its %lld resident pages (%.1f%%) in the fast tier "
 			"when last counted\n", fig->val[0], fig->val[1], fast, total,
 			total ? 100.0 * fast / total : 0.0);
+	} else if (fig->denied) {
+		fprintf(stderr, PROG ": this process: its figures (/sys/kernel/mm/"
+			"htmm/sessions/) are readable by root only\n");
 	}
 }
 

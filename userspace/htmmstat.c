@@ -112,15 +112,23 @@ static unsigned int read_permille(const char *name)
 	return (unsigned int)v;
 }
 
+/* A session's files are root's, and we are not. */
+static bool denied;
+
 /* Add the figures of the session in @dir to @s; false if it is gone. */
 static bool add_session(const char *dir, struct snapshot *s)
 {
 	char path[512];
 	unsigned long long v, hist[NR_BINS];
+	int n;
 
 	snprintf(path, sizeof(path), "%s/sampled", dir);
-	if (read_numbers(path, &v, 1) != 1)
+	n = read_numbers(path, &v, 1);
+	if (n != 1) {
+		if (n < 0 && errno == EACCES)
+			denied = true;
 		return false;
+	}
 	for (size_t i = 0; i < NR_RATES; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, rate_files[i]);
 		if (read_numbers(path, &v, 1) == 1)
@@ -359,9 +367,14 @@ int main(int argc, char **argv)
 			"): boot a kernel built with the htmm patch series (CONFIG_HTMM=y)\n");
 		return 1;
 	}
-	if (!take((pid_t)pid, &prev)) {
-		fprintf(stderr, PROG ": no htmm session for pid %lu (see " HTMM
-			"/sessions/; htmm-launch starts one)\n", pid);
+	if (!take((pid_t)pid, &prev) || denied) {
+		if (denied)
+			fprintf(stderr, PROG ": the figures of sessions (" HTMM
+				"/sessions/) are readable by root only\n");
+		else
+			fprintf(stderr, PROG ": no htmm session for pid %lu (see "
+				HTMM "/sessions/; htmm-launch starts one)\n",
+				pid);
 		return 1;
 	}
 	sigaction(SIGINT, &sa, NULL);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -433,6 +434,82 @@ TEST(session_follows_execve)
 	EXPECT_EQ(ENOENT, sys_htmm_end(x.pid));
 	status = kill_child(x.pid);
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+/* The thread of a process whose leader exited alone: it waits for EOF. */
+static void *wait_for_eof(void *arg)
+{
+	char c;
+
+	while (read((int)(long)arg, &c, 1) < 0 && errno == EINTR)
+		;
+	/* The leader is gone: the process ends with this last thread. */
+	syscall(SYS_exit_group, 0);
+	return NULL;
+}
+
+/* Whether the thread @pid is a zombie (its process may go on). */
+static bool is_zombie(pid_t pid)
+{
+	char path[64], line[128];
+	bool zombie = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "State:", 6)) {
+			zombie = strchr(line, 'Z') != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return zombie;
+}
+
+/*
+ * A process whose leader called pthread_exit() lives on in its other
+ * threads, with its memory: it can be managed, and its session ended.
+ */
+TEST(process_whose_leader_exited_alone)
+{
+	char dir[64];
+	int p[2], status;
+	pthread_t th;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		close(p[1]);
+		if (pthread_create(&th, NULL, wait_for_eof, (void *)(long)p[0]))
+			_exit(1);
+		/* The leader alone. */
+		syscall(SYS_exit, 0);
+	}
+	close(p[0]);
+	for (int i = 0; i < 500 && !is_zombie(pid); i++)
+		usleep(10 * 1000);
+	ASSERT_TRUE(is_zombie(pid)) TH_LOG("the leader did not exit alone");
+
+	if (!start_or_skip(_metadata, pid, -1)) {
+		close(p[1]);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	snprintf(dir, sizeof(dir), HTMM_SYSFS "/sessions/%d", pid);
+	EXPECT_EQ(0, access(dir, F_OK));
+	EXPECT_EQ(EBUSY, sys_htmm_start(pid, -1));
+	EXPECT_EQ(0, sys_htmm_end(pid));
+	EXPECT_NE(0, access(dir, F_OK));
+	EXPECT_EQ(ENOENT, sys_htmm_end(pid));
+
+	close(p[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 }
 
 /* Copy @from to @to with mode @mode: 0 or an errno. */
