@@ -13,7 +13,7 @@ if ! command -v htmmstat >/dev/null || ! command -v htmm-touch >/dev/null; then
 fi
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..7"
 
 result() {
 	n=$((n + 1))
@@ -95,6 +95,12 @@ result $? "text_view_with_histogram # rc $rc: $(tr '\n' '|' </tmp/htmmstat.txt |
 htmmstat --json 1 1 >/tmp/htmmstat.sys 2>&1
 grep -q '"pid":0,"sessions":[1-9]' /tmp/htmmstat.sys
 result $? "system_view_counts_the_sessions # $(cat /tmp/htmmstat.sys)"
+
+# Not root: the session's figures are root's, and it says so, exit 1.
+su -s /bin/sh -c "htmmstat -p $pid 1 1" nobody >/dev/null 2>/tmp/htmmstat.err
+rc=$?
+[ "$rc" = 1 ] && grep -q "readable by root only" /tmp/htmmstat.err
+result $? "not_root_is_told_the_figures_are_roots # rc $rc: $(cat /tmp/htmmstat.err)"
 
 # End the workload, and wait until its session is gone.
 kill -TERM $launcher
