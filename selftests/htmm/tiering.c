@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,6 +36,8 @@
 #define MPOL_DEFAULT 0
 #define MPOL_PREFERRED 1
 #define MPOL_BIND 2
+#define MPOL_F_NUMA_BALANCING (1 << 13)
+#define MPOL_MF_MOVE (1 << 1)
 
 /* Whether the guest has the two tiers these tests need. */
 static int have_tiers(void)
@@ -211,9 +215,12 @@ FIXTURE_SETUP(tiering)
 	ASSERT_EQ(0, write_file(HTMM_SYSFS "/cpu_quota", "200"));
 }
 
+static void leave_cpuset(void);
+
 FIXTURE_TEARDOWN(tiering)
 {
 	sys_htmm_end(0);
+	leave_cpuset();
 	if (self->saved.budget[0])
 		write_file(HTMM_SYSFS "/fast_budget_mb", self->saved.budget);
 	if (self->saved.quota[0])
@@ -483,6 +490,199 @@ TEST_F_TIMEOUT(tiering, exit_during_migration, 300)
 	       TEARDOWN_BOUND_S);
 	ASSERT_LT(gone, TEARDOWN_BOUND_S);
 	ASSERT_EQ(ESRCH, sys_htmm_end(pid));
+}
+
+/* Move every page of [p, p + len) to @node; 0 or an errno. */
+static int move_to(void *p, size_t len, int node)
+{
+	enum { BATCH = 1024 };
+	void *pages[BATCH];
+	int nodes[BATCH], status[BATCH];
+
+	for (size_t off = 0; off < len; off += BATCH * PAGE) {
+		size_t n = (len - off) / PAGE;
+
+		if (n > BATCH)
+			n = BATCH;
+		for (size_t i = 0; i < n; i++) {
+			pages[i] = (char *)p + off + i * PAGE;
+			nodes[i] = node;
+		}
+		if (syscall(SYS_move_pages, 0, n, pages, nodes, status,
+			    MPOL_MF_MOVE))
+			return errno;
+	}
+	return 0;
+}
+
+/*
+ * Read each of @nbuf buffers of @len a second at a time until 90% of the
+ * pages of each of the first @nup are on the fast node, for at most
+ * @seconds; the seconds it took, or -1.
+ */
+static double read_until_all_up(char **bufs, int nbuf, int nup, size_t len,
+				double seconds)
+{
+	double start = now_s();
+
+	while (now_s() - start < seconds) {
+		double t = now_s();
+		int up = 0;
+
+		while (now_s() - t < 1)
+			for (int i = 0; i < nbuf; i++)
+				read_pages(bufs[i], len);
+		for (int i = 0; i < nup; i++)
+			up += pages_on(bufs[i], len, FAST, NULL) * 10 >=
+			      (long)(len / PAGE) * 9;
+		if (up == nup)
+			return now_s() - start;
+	}
+	return -1;
+}
+
+/* Read [p, p + len) for @seconds; the most of its pages seen on node 0. */
+static long read_watching(char *p, size_t len, double seconds)
+{
+	double start = now_s();
+	long most = 0;
+
+	while (now_s() - start < seconds) {
+		double t = now_s();
+		long on;
+
+		while (now_s() - t < 1)
+			read_pages(p, len);
+		on = pages_on(p, len, FAST, NULL);
+		if (on < 0)
+			return on;
+		if (on > most)
+			most = on;
+	}
+	return most;
+}
+
+/*
+ * Memory policies hold, as NUMA balancing keeps to them: a range that
+ * mbind(2) bound to the slow node stays there, however hot, while an
+ * unbound one and one bound with MPOL_F_NUMA_BALANCING to both nodes go
+ * up; then, with the process's own policy (set_mempolicy(2)) bound to the
+ * slow node, pages put back there stay too, for twice the time they took
+ * to go up.
+ */
+TEST_F_TIMEOUT(tiering, bound_ranges_stay_where_bound, 300)
+{
+	const size_t len = 8 * MB;
+	unsigned long both = (1UL << FAST) | (1UL << SLOW), slow = 1UL << SLOW;
+	char *free_buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	char *nb = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	char *bound = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	char *bufs[3] = { free_buf, nb, bound };
+	double t_up;
+	long most;
+
+	ASSERT_NE(NULL, free_buf);
+	ASSERT_NE(NULL, nb);
+	ASSERT_NE(NULL, bound);
+	ASSERT_EQ(0, bind_to(bound, len, SLOW));
+	ASSERT_EQ(0, syscall(SYS_mbind, nb, len, MPOL_BIND | MPOL_F_NUMA_BALANCING,
+			     &both, 64, 0)) TH_LOG("mbind: %s", strerror(errno));
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ((long)(len / PAGE), pages_on(bufs[i], len, SLOW, NULL));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	t_up = read_until_all_up(bufs, 3, 2, len, 120);
+	log_session(_metadata);
+	TH_LOG("unbound and MPOL_F_NUMA_BALANCING ranges 90%% up after %.1f s (%ld, %ld pages); the bound one: %ld of %zu on node 0",
+	       t_up, pages_on(free_buf, len, FAST, NULL),
+	       pages_on(nb, len, FAST, NULL), pages_on(bound, len, FAST, NULL),
+	       len / PAGE);
+	ASSERT_LE(0, t_up) TH_LOG("the unbound ranges never went up");
+	ASSERT_EQ(0, pages_on(bound, len, FAST, NULL));
+
+	/* The process bound to the slow node: its unbound range stays down. */
+	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &slow, 64));
+	ASSERT_EQ(0, move_to(free_buf, len, SLOW));
+	ASSERT_EQ((long)(len / PAGE), pages_on(free_buf, len, SLOW, NULL));
+	most = read_watching(free_buf, len, t_up * 2 > 15 ? t_up * 2 : 15);
+	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0));
+	TH_LOG("with the process bound to node 1: at most %ld pages of the range on node 0",
+	       most);
+	ASSERT_EQ(0, most);
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(-1, check(bufs[i], len, (uintptr_t)bufs[i]));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define CPUSET_DIR CGROUP_ROOT "/htmm-tiering"
+
+/* Put this process in a cpuset of its own, with @mems; 0 or an errno. */
+static int join_cpuset(const char *mems)
+{
+	char pid[32];
+
+	if (mkdir(CGROUP_ROOT, 0755) && errno != EEXIST)
+		return errno;
+	if (mount("cgroup2", CGROUP_ROOT, "cgroup2", 0, NULL) && errno != EBUSY)
+		return errno;
+	if (write_file(CGROUP_ROOT "/cgroup.subtree_control", "+cpuset"))
+		return EIO;
+	if (mkdir(CPUSET_DIR, 0755) && errno != EEXIST)
+		return errno;
+	if (write_file(CPUSET_DIR "/cpuset.mems", mems))
+		return EIO;
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return write_file(CPUSET_DIR "/cgroup.procs", pid) ? EIO : 0;
+}
+
+static void leave_cpuset(void)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	write_file(CGROUP_ROOT "/cgroup.procs", pid);
+	rmdir(CPUSET_DIR);
+}
+
+/*
+ * A cpuset changed while the session runs is honoured: once the process's
+ * cpuset no longer has the fast node, its hot pages, put back on the slow
+ * node, stay there for twice the time they took to go up.  A session
+ * cannot then be started for the first top-tier node it may use: there is
+ * none.
+ */
+TEST_F_TIMEOUT(tiering, cpuset_change_is_honoured, 300)
+{
+	const size_t len = 16 * MB;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	double t_up;
+	long most;
+	int err;
+
+	ASSERT_NE(NULL, buf);
+	err = join_cpuset("0-1");
+	ASSERT_EQ(0, err) TH_LOG("cannot join a cpuset: %s", strerror(err));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	t_up = read_until_all_up(&buf, 1, 1, len, 120);
+	TH_LOG("in a cpuset of nodes 0-1: 90%% up after %.1f s", t_up);
+	ASSERT_LE(0, t_up);
+
+	ASSERT_EQ(0, move_to(buf, len, SLOW));
+	ASSERT_EQ(0, write_file(CPUSET_DIR "/cpuset.mems", "1"));
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	most = read_watching(buf, len, t_up * 2 > 15 ? t_up * 2 : 15);
+	log_session(_metadata);
+	TH_LOG("in a cpuset of node 1: at most %ld pages on node 0", most);
+	EXPECT_EQ(0, most);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+
+	/* No top-tier node to choose from. */
+	EXPECT_EQ(EINVAL, sys_htmm_start(0, -1));
+	sys_htmm_end(0);
+	leave_cpuset();
 }
 
 /*
