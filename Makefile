@@ -35,7 +35,7 @@ DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 
 space := $(subst ,, )
 
-.PHONY: bench bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
+.PHONY: bench test-one bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
 	userspace install initramfs test demo shell clean distclean deps-check
 
 help:
@@ -44,6 +44,9 @@ help:
 	@echo "  make demo        boot the two-tier guest and show what htmm does"
 	@echo "  make test        build everything, boot the guest, run all tests"
 	@echo "  make test-debug  the same on a KASAN/lockdep/kmemleak kernel"
+	@echo "  make test-one T=tiering:-r:tiering.hot_set_is_promoted"
+	@echo "                   one kselftest program in the guest, with harness"
+	@echo "                   options after ':' (KUnit runs at boot too)"
 	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
 	@echo "  make bench       htmm against NUMA-balancing tiering and DAMON, node 1 made"
 	@echo "                   really slower by the emulated slow tier (bench-results/)"
@@ -133,6 +136,19 @@ test: deps-check plugin
 	@$(MAKE) -s initramfs
 	@python3 $(TOP)/qemu/run-tests.py $(BOOT_OPTS) --timeout $(TIMEOUT) \
 		--log $(BUILD)/guest-test.log
+
+# One kselftest program, for a developer: T=program[:option:...], the
+# harness's options separated by ':' (T=tiering:-r:tiering.hot_set_is_promoted).
+# Not judged against qemu/expected-results: read its TAP.
+T ?=
+test-one: deps-check plugin
+	@test -n "$(T)" || { echo "make test-one: say which, e.g. T=tiering:-r:tiering.hot_set_is_promoted" >&2; exit 2; }
+	@$(MAKE) -s initramfs
+	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode test --timeout $(TIMEOUT) \
+		--log $(BUILD)/guest-test-one.log --tap $(BUILD)/guest-test-one.log.tap \
+		--append "htmm_only=$(T)"
+	@cat $(BUILD)/guest-test-one.log.tap
+	@grep -q "^HTMM-GUEST-END rc=0" $(BUILD)/guest-test-one.log.tap
 
 # The suite on the debug kernel; fails also if a checker did not come up.
 test-debug: deps-check plugin

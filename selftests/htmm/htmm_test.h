@@ -12,7 +12,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -85,6 +87,57 @@ static inline int read_file(const char *path, char *buf, size_t size)
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
 	return 0;
+}
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+/*
+ * The cgroup @name under CGROUP_ROOT (cgroup v2, mounted if it is not),
+ * with @controller ("cpuset", "memory") enabled for it; 0 or an errno.
+ */
+static inline int cgroup_make(const char *name, const char *controller)
+{
+	char path[128], enable[32];
+
+	if (mkdir(CGROUP_ROOT, 0755) && errno != EEXIST)
+		return errno;
+	if (mount("cgroup2", CGROUP_ROOT, "cgroup2", 0, NULL) && errno != EBUSY)
+		return errno;
+	snprintf(enable, sizeof(enable), "+%s", controller);
+	if (write_file(CGROUP_ROOT "/cgroup.subtree_control", enable))
+		return EIO;
+	snprintf(path, sizeof(path), CGROUP_ROOT "/%s", name);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return errno;
+	return 0;
+}
+
+/* Write @value to the file @file of the cgroup @name; 0 or an errno. */
+static inline int cgroup_write(const char *name, const char *file,
+			       const char *value)
+{
+	char path[192];
+
+	snprintf(path, sizeof(path), CGROUP_ROOT "/%s/%s", name, file);
+	return write_file(path, value);
+}
+
+/* Move @pid into the cgroup @name ("" for the root); 0 or an errno. */
+static inline int cgroup_join(const char *name, pid_t pid)
+{
+	char value[32];
+
+	snprintf(value, sizeof(value), "%d", pid);
+	return cgroup_write(name, "cgroup.procs", value);
+}
+
+/* Remove the cgroup @name, once nothing is in it. */
+static inline void cgroup_remove(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), CGROUP_ROOT "/%s", name);
+	rmdir(path);
 }
 
 /* A counter of /proc/vmstat, or -1. */

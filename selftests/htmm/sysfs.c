@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,6 +182,269 @@ TEST(session_directory_follows_the_session)
 	close(go[1]);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+}
+
+#define HOT_LEN (32UL << 20)
+/* Where the buffer of the exec test is, in both of its images. */
+#define HOLD_ADDR 0x600000000000UL
+
+/*
+ * The image the exec test's child execs into (this program, with
+ * HTMM_SYSFS_HOLD set): it maps the buffer's range again, touches none of
+ * it, and waits to be killed.
+ */
+__attribute__((constructor)) static void hold_mapping(void)
+{
+	if (!getenv("HTMM_SYSFS_HOLD"))
+		return;
+	if (mmap((void *)HOLD_ADDR, HOT_LEN, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) ==
+	    MAP_FAILED)
+		_exit(20);
+	for (;;)
+		pause();
+}
+
+static long long session_ll(pid_t pid, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HTMM "/sessions/%d/%s", pid, name);
+	return get_ll(path);
+}
+
+/* Wait up to @seconds for @pid's session file @name to reach @want (or, if
+ * !@up, to fall to it); its last value. */
+static long long wait_session_ll(pid_t pid, const char *name, long long want,
+				 int up, double seconds)
+{
+	double start = now_s();
+	long long v;
+
+	for (;;) {
+		v = session_ll(pid, name);
+		if (v >= 0 && (up ? v >= want : v <= want))
+			return v;
+		if (now_s() - start >= seconds)
+			return v;
+		usleep(100000);
+	}
+}
+
+/*
+ * A child that touches a buffer of @len (first touched on the slow node,
+ * then unbound), at @at if not NULL, and a 1 MiB one, until told: 'u'
+ * unmaps the buffer, 'x' execs this program into hold_mapping().
+ */
+static pid_t hot_child(void *at, size_t len, int *cmd_fd, int *ack_fd)
+{
+	int cmd[2], ack[2];
+	pid_t pid;
+
+	if (pipe(cmd) || pipe(ack))
+		return -1;
+	pid = fork();
+	if (pid)
+		goto parent;
+
+	{
+		unsigned long slow = 1UL << 1;
+		char *p = mmap(at, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS |
+			       (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+		char *q = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char c;
+
+		close(cmd[1]);
+		close(ack[0]);
+		/* Not left behind by a test that failed. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (p == MAP_FAILED || q == MAP_FAILED)
+			_exit(2);
+		madvise(p, len, MADV_NOHUGEPAGE);
+		madvise(q, 1 << 20, MADV_NOHUGEPAGE);
+		if (syscall(SYS_mbind, p, len, 2 /* MPOL_BIND */, &slow,
+			    64, 0))
+			_exit(3);
+		memset(p, 1, len);
+		if (syscall(SYS_mbind, p, len, 0 /* MPOL_DEFAULT */, NULL,
+			    0, 0))
+			_exit(4);
+		memset(q, 1, 1 << 20);
+		if (fcntl(cmd[0], F_SETFL, O_NONBLOCK) || write(ack[1], "r", 1) != 1)
+			_exit(5);
+		for (;;) {
+			if (read(cmd[0], &c, 1) == 1) {
+				if (c == 'u') {
+					munmap(p, len);
+					p = NULL;
+				} else if (c == 'x') {
+					setenv("HTMM_SYSFS_HOLD", "1", 1);
+					execl("/proc/self/exe", "sysfs-hold", (char *)NULL);
+					_exit(6);
+				}
+				if (write(ack[1], &c, 1) != 1)
+					_exit(7);
+			}
+			for (size_t off = 0; p && off < len; off += 4096)
+				p[off]++;
+			for (size_t off = 0; off < 1 << 20; off += 4096)
+				q[off]++;
+		}
+	}
+parent:
+	close(cmd[0]);
+	close(ack[1]);
+	*cmd_fd = cmd[1];
+	*ack_fd = ack[0];
+	return pid;
+}
+
+static void end_child(pid_t pid, int cmd, int ack)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(cmd);
+	close(ack);
+}
+
+/* The hotness tests sample fast: ksamplingd gets a fifth of a cpu. */
+FIXTURE(hotness) {
+	char quota[32];
+};
+
+FIXTURE_SETUP(hotness)
+{
+	ASSERT_EQ(0, read_file(HTMM "/cpu_quota", self->quota,
+			       sizeof(self->quota)));
+	ASSERT_EQ(0, write_file(HTMM "/cpu_quota", "200"));
+}
+
+FIXTURE_TEARDOWN(hotness)
+{
+	if (self->quota[0])
+		write_file(HTMM "/cpu_quota", self->quota);
+}
+
+/*
+ * The counts of a range that is unmapped are freed: the session's tracked
+ * pages fall from the buffer's to the few of what is still mapped, while
+ * the process goes on.
+ */
+TEST_F_TIMEOUT(hotness, counts_of_unmapped_ranges_are_freed, 300)
+{
+	long long before, after;
+	int cmd, ack;
+	pid_t pid;
+	char c;
+
+	pid = hot_child(NULL, HOT_LEN, &cmd, &ack);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(1, read(ack, &c, 1));
+	ASSERT_EQ(0, sys_htmm_start(pid, -1));
+
+	before = wait_session_ll(pid, "tracked", HOT_LEN / 4096 / 4, 1, 60);
+	ASSERT_EQ(1, write(cmd, "u", 1));
+	ASSERT_EQ(1, read(ack, &c, 1));
+	after = wait_session_ll(pid, "tracked", 1024, 0, 60);
+	TH_LOG("tracked pages: %lld with the 32 MiB buffer mapped, %lld after it was unmapped",
+	       before, after);
+	end_child(pid, cmd, ack);
+	ASSERT_GE(before, (long long)(HOT_LEN / 4096 / 4));
+	ASSERT_LE(after, 1024);
+}
+
+/*
+ * An exec() starts the counts afresh: the old image's counts name its
+ * addresses, not the new one's, though the new image maps the same range.
+ */
+TEST_F_TIMEOUT(hotness, exec_starts_counts_afresh, 300)
+{
+	long long before, after;
+	int cmd, ack;
+	pid_t pid;
+	char c;
+
+	pid = hot_child((void *)HOLD_ADDR, HOT_LEN, &cmd, &ack);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(1, read(ack, &c, 1)) TH_LOG("the child could not map its buffer");
+	ASSERT_EQ(0, sys_htmm_start(pid, -1));
+
+	before = wait_session_ll(pid, "tracked", HOT_LEN / 4096 / 4, 1, 60);
+	ASSERT_EQ(1, write(cmd, "x", 1));
+	/* Its session follows it across exec(): wait for the new image. */
+	for (int i = 0; i < 100; i++) {
+		char cmdline[32] = "", path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+		if (!read_file(path, cmdline, sizeof(cmdline)) &&
+		    !strncmp(cmdline, "sysfs-hold", 10))
+			break;
+		usleep(100000);
+	}
+	after = wait_session_ll(pid, "tracked", 64, 0, 20);
+	TH_LOG("tracked pages: %lld before the exec, %lld after", before, after);
+	end_child(pid, cmd, ack);
+	ASSERT_GE(before, (long long)(HOT_LEN / 4096 / 4));
+	ASSERT_LE(after, 64);
+}
+
+#define MEMCG "htmm-sysfs"
+
+/* The figure @key of the memory.stat of the cgroup @name, or -1. */
+static long long memcg_stat(const char *name, const char *key)
+{
+	char path[128], line[128];
+	long long v = -1;
+	size_t n = strlen(key);
+	FILE *f;
+
+	snprintf(path, sizeof(path), CGROUP_ROOT "/%s/memory.stat", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ' ')
+			v = atoll(line + n + 1);
+	fclose(f);
+	return v;
+}
+
+/*
+ * The counts are the process's memory: ksamplingd, which allocates them
+ * and is in no cgroup of its own, charges them to the process's memory
+ * cgroup, whose slab grows by at least half of what the chunks of counts
+ * of its 128 MiB buffer take (HTMM_CHUNK_PAGES, 64, four-byte counts per
+ * chunk).
+ */
+TEST_F_TIMEOUT(hotness, counts_are_charged_to_the_process_memcg, 300)
+{
+	const size_t len = 128UL << 20;
+	long long slab0, slab1, tracked;
+	int cmd, ack, err;
+	pid_t pid;
+	char c;
+
+	err = cgroup_make(MEMCG, "memory");
+	ASSERT_EQ(0, err) TH_LOG("no memory cgroup: %s", strerror(err));
+	pid = hot_child(NULL, len, &cmd, &ack);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(1, read(ack, &c, 1));
+	ASSERT_EQ(0, cgroup_join(MEMCG, pid));
+	slab0 = memcg_stat(MEMCG, "slab_unreclaimable");
+	ASSERT_LE(0, slab0);
+	ASSERT_EQ(0, sys_htmm_start(pid, -1));
+
+	tracked = wait_session_ll(pid, "tracked", len / 4096 / 2, 1, 120);
+	slab1 = memcg_stat(MEMCG, "slab_unreclaimable");
+	TH_LOG("%lld pages tracked; the cgroup's slab_unreclaimable %lld -> %lld (+%lld bytes, %.0f per tracked page)",
+	       tracked, slab0, slab1, slab1 - slab0,
+	       tracked > 0 ? (double)(slab1 - slab0) / tracked : 0.0);
+	end_child(pid, cmd, ack);
+	cgroup_remove(MEMCG);
+	ASSERT_GE(tracked, (long long)(len / 4096 / 2));
+	ASSERT_GE(slab1 - slab0, tracked / 64 * 256 / 2);
 }
 
 TEST_HARNESS_MAIN

@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -614,35 +612,22 @@ TEST_F_TIMEOUT(tiering, bound_ranges_stay_where_bound, 300)
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
-#define CGROUP_ROOT "/sys/fs/cgroup"
-#define CPUSET_DIR CGROUP_ROOT "/htmm-tiering"
+#define CPUSET "htmm-tiering"
 
 /* Put this process in a cpuset of its own, with @mems; 0 or an errno. */
 static int join_cpuset(const char *mems)
 {
-	char pid[32];
+	int err = cgroup_make(CPUSET, "cpuset");
 
-	if (mkdir(CGROUP_ROOT, 0755) && errno != EEXIST)
-		return errno;
-	if (mount("cgroup2", CGROUP_ROOT, "cgroup2", 0, NULL) && errno != EBUSY)
-		return errno;
-	if (write_file(CGROUP_ROOT "/cgroup.subtree_control", "+cpuset"))
-		return EIO;
-	if (mkdir(CPUSET_DIR, 0755) && errno != EEXIST)
-		return errno;
-	if (write_file(CPUSET_DIR "/cpuset.mems", mems))
-		return EIO;
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	return write_file(CPUSET_DIR "/cgroup.procs", pid) ? EIO : 0;
+	if (!err)
+		err = cgroup_write(CPUSET, "cpuset.mems", mems);
+	return err ? err : cgroup_join(CPUSET, getpid());
 }
 
 static void leave_cpuset(void)
 {
-	char pid[32];
-
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	write_file(CGROUP_ROOT "/cgroup.procs", pid);
-	rmdir(CPUSET_DIR);
+	cgroup_join("", getpid());
+	cgroup_remove(CPUSET);
 }
 
 /*
@@ -670,7 +655,7 @@ TEST_F_TIMEOUT(tiering, cpuset_change_is_honoured, 300)
 	ASSERT_LE(0, t_up);
 
 	ASSERT_EQ(0, move_to(buf, len, SLOW));
-	ASSERT_EQ(0, write_file(CPUSET_DIR "/cpuset.mems", "1"));
+	ASSERT_EQ(0, cgroup_write(CPUSET, "cpuset.mems", "1"));
 	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
 	most = read_watching(buf, len, t_up * 2 > 15 ? t_up * 2 : 15);
 	log_session(_metadata);
