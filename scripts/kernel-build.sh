@@ -51,6 +51,13 @@ inputs() {
 	cat "$@"
 	gcc --version | head -n1
 }
+# One build of a variant at a time: two makes configuring and building in
+# the same directory (make test and make check-series started together)
+# left a tinyconfig bzImage behind, stamped as up to date.
+mkdir -p "$KOBJ" "$BUILD/stamps"
+exec 9>"$BUILD/stamps/kbuild-$VARIANT.lock"
+flock 9
+
 digest=$(inputs "$@" | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$digest" ] && [ -f "$KOBJ/arch/x86/boot/bzImage" ]; then
 	note "$VARIANT kernel is up to date ($KOBJ/arch/x86/boot/bzImage)"

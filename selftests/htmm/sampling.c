@@ -155,6 +155,9 @@ static int spawn_toucher(struct child *c, size_t len, double seconds)
 		if (syscall(SYS_mbind, p, len, 0 /* MPOL_DEFAULT */, NULL, 0, 0))
 			_exit(6);
 		touch_for(p, len, seconds);
+		/* Alive, and managed, until the parent is done with it. */
+		while (read(down[0], &byte, 1) > 0)
+			;
 		_exit(0);
 	}
 	close(up[1]);
@@ -405,6 +408,7 @@ TEST_F_TIMEOUT(sampling, overflowing_buffers_are_counted_not_misread, 300)
 {
 	long long lost0 = vmstat("htmm_sample_lost"), sampled, lost, malformed;
 	char pages[16] = "";
+	double start;
 	struct trace_count tc;
 	struct child c;
 
@@ -414,10 +418,17 @@ TEST_F_TIMEOUT(sampling, overflowing_buffers_are_counted_not_misread, 300)
 	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
 	ASSERT_EQ(0, write_file(HTMM "/buffer_pages", pages));
 	ASSERT_EQ(1, write(c.go, "g", 1));
-	/* Read the session's figures while it lives. */
-	usleep(2500 * 1000);
+	/*
+	 * Read the session's figures while it lives (the child waits for
+	 * wait_child()), once ksamplingd has read a PERF_RECORD_LOST: a
+	 * debug kernel reads the burst's records seconds after it.
+	 */
+	start = now_s();
+	do {
+		usleep(100 * 1000);
+		lost = session_stat(c.pid, "lost");
+	} while (lost <= 0 && now_s() - start < 60);
 	sampled = session_stat(c.pid, "sampled");
-	lost = session_stat(c.pid, "lost");
 	malformed = session_stat(c.pid, "malformed");
 	ASSERT_EQ(0, wait_child(&c));
 	ASSERT_EQ(0, count_trace(c.pid, c.lo, c.hi, &tc));

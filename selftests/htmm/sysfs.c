@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,12 +190,38 @@ TEST(session_directory_follows_the_session)
 #define HOLD_ADDR 0x600000000000UL
 
 /*
+ * The other image of the exec tests, and the thread of the pthread_exit()
+ * test: touch 16 MiB, first touched on the slow node, where the scanner
+ * arms pages, until killed.
+ */
+static void touch_slow_forever(void)
+{
+	unsigned long slow = 1UL << 1;
+	char *p = mmap(NULL, 16 << 20, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		_exit(21);
+	madvise(p, 16 << 20, MADV_NOHUGEPAGE);
+	if (syscall(SYS_mbind, p, 16 << 20, 2 /* MPOL_BIND */, &slow, 64, 0))
+		_exit(22);
+	memset(p, 1, 16 << 20);
+	if (syscall(SYS_mbind, p, 16 << 20, 0 /* MPOL_DEFAULT */, NULL, 0, 0))
+		_exit(23);
+	for (;;)
+		for (size_t off = 0; off < 16 << 20; off += 4096)
+			p[off]++;
+}
+
+/*
  * The image the exec test's child execs into (this program, with
  * HTMM_SYSFS_HOLD set): it maps the buffer's range again, touches none of
  * it, and waits to be killed.
  */
 __attribute__((constructor)) static void hold_mapping(void)
 {
+	if (getenv("HTMM_SYSFS_TOUCH"))
+		touch_slow_forever();
 	if (!getenv("HTMM_SYSFS_HOLD"))
 		return;
 	if (mmap((void *)HOLD_ADDR, HOT_LEN, PROT_READ | PROT_WRITE,
@@ -445,6 +472,137 @@ TEST_F_TIMEOUT(hotness, counts_are_charged_to_the_process_memcg, 300)
 	cgroup_remove(MEMCG);
 	ASSERT_GE(tracked, (long long)(len / 4096 / 2));
 	ASSERT_GE(slab1 - slab0, tracked / 64 * 256 / 2);
+}
+
+/* What the process of the tests below does once its session started. */
+enum after_start {
+	EXEC_BY_LEADER,		/* its leader execs */
+	EXEC_BY_THREAD,		/* another thread execs, and becomes the leader */
+	LEADER_EXITS,		/* its leader calls pthread_exit() */
+	SIBLING_EXITS,		/* the other thread exits, the leader goes on */
+};
+
+/* Do what the byte @c says: 't' touch memory, 'x' exec, 'q' exit. */
+static void act(char c)
+{
+	if (c == 't')
+		touch_slow_forever();
+	if (c == 'q')
+		pthread_exit(NULL);
+	setenv("HTMM_SYSFS_TOUCH", "1", 1);
+	execl("/proc/self/exe", "sysfs-touch", (char *)NULL);
+	_exit(31);
+}
+
+/* A thread that waits for a byte on the pipe @arg, and acts on it. */
+static void *waiting_thread(void *arg)
+{
+	int fd = *(int *)arg;
+	char c;
+
+	if (read(fd, &c, 1) != 1)
+		_exit(30);
+	act(c);
+	return NULL;
+}
+
+/*
+ * A process with a thread besides its leader, managed from before @what:
+ * its session follows it, and samples the memory that the process then
+ * touches, at least 256 samples within 30 s.  An exec() by a thread other
+ * than the leader makes it the leader and ends the others.
+ */
+static void keeps_sampling(struct __test_metadata *_metadata,
+			   enum after_start what)
+{
+	long long sampled0, sampled1 = -1;
+	int thread_cmd[2], leader_cmd[2];
+	double start;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(thread_cmd));
+	ASSERT_EQ(0, pipe(leader_cmd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		pthread_t th;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (pthread_create(&th, NULL, waiting_thread, &thread_cmd[0]))
+			_exit(32);
+		if (read(leader_cmd[0], &c, 1) != 1)
+			_exit(33);
+		act(c);
+	}
+	close(thread_cmd[0]);
+	close(leader_cmd[0]);
+	ASSERT_EQ(0, sys_htmm_start(pid, -1));
+	switch (what) {
+	case EXEC_BY_LEADER:
+		ASSERT_EQ(1, write(leader_cmd[1], "x", 1));
+		break;
+	case EXEC_BY_THREAD:
+		ASSERT_EQ(1, write(thread_cmd[1], "x", 1));
+		break;
+	case LEADER_EXITS:
+		ASSERT_EQ(1, write(thread_cmd[1], "t", 1));
+		ASSERT_EQ(1, write(leader_cmd[1], "q", 1));
+		break;
+	case SIBLING_EXITS:
+		ASSERT_EQ(1, write(thread_cmd[1], "q", 1));
+		usleep(200000);
+		ASSERT_EQ(1, write(leader_cmd[1], "t", 1));
+		break;
+	}
+	for (int i = 0; i < 100 && what < LEADER_EXITS; i++) {
+		char cmdline[32] = "", path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+		if (!read_file(path, cmdline, sizeof(cmdline)) &&
+		    !strncmp(cmdline, "sysfs-touch", 11))
+			break;
+		usleep(100000);
+	}
+	/* Past the first touches, which are over in well under a second. */
+	sleep(1);
+	sampled0 = session_ll(pid, "sampled");
+	start = now_s();
+	while (now_s() - start < 30) {
+		sampled1 = session_ll(pid, "sampled");
+		if (sampled1 - sampled0 >= 256)
+			break;
+		usleep(200000);
+	}
+	TH_LOG("sampled: %lld a second after, %lld %.1f s later (unarmed %lld, lost %lld)",
+	       sampled0, sampled1, now_s() - start,
+	       session_ll(pid, "unarmed"), session_ll(pid, "lost"));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(thread_cmd[1]);
+	close(leader_cmd[1]);
+	ASSERT_LE(0, sampled0) TH_LOG("the session did not follow");
+	ASSERT_GE(sampled1 - sampled0, 256);
+}
+
+TEST_F_TIMEOUT(hotness, exec_by_the_leader_keeps_sampling, 300)
+{
+	keeps_sampling(_metadata, EXEC_BY_LEADER);
+}
+
+TEST_F_TIMEOUT(hotness, exec_by_a_thread_keeps_sampling, 300)
+{
+	keeps_sampling(_metadata, EXEC_BY_THREAD);
+}
+
+TEST_F_TIMEOUT(hotness, leader_exit_keeps_sampling, 300)
+{
+	keeps_sampling(_metadata, LEADER_EXITS);
+}
+
+TEST_F_TIMEOUT(hotness, sibling_exit_keeps_sampling, 300)
+{
+	keeps_sampling(_metadata, SIBLING_EXITS);
 }
 
 TEST_HARNESS_MAIN
