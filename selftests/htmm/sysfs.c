@@ -232,6 +232,20 @@ __attribute__((constructor)) static void hold_mapping(void)
 		pause();
 }
 
+/* Wait up to 10 s for @pid to run the image named @argv0. */
+static void wait_exec(pid_t pid, const char *argv0)
+{
+	char cmdline[32], path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	for (int i = 0; i < 100; i++) {
+		if (!read_file(path, cmdline, sizeof(cmdline)) &&
+		    !strcmp(cmdline, argv0))
+			return;
+		usleep(100000);
+	}
+}
+
 static long long session_ll(pid_t pid, const char *name)
 {
 	char path[128];
@@ -401,15 +415,7 @@ TEST_F_TIMEOUT(hotness, exec_starts_counts_afresh, 300)
 	before = wait_session_ll(pid, "tracked", HOT_LEN / 4096 / 4, 1, 60);
 	ASSERT_EQ(1, write(cmd, "x", 1));
 	/* Its session follows it across exec(): wait for the new image. */
-	for (int i = 0; i < 100; i++) {
-		char cmdline[32] = "", path[64];
-
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-		if (!read_file(path, cmdline, sizeof(cmdline)) &&
-		    !strncmp(cmdline, "sysfs-hold", 10))
-			break;
-		usleep(100000);
-	}
+	wait_exec(pid, "sysfs-hold");
 	after = wait_session_ll(pid, "tracked", 64, 0, 20);
 	TH_LOG("tracked pages: %lld before the exec, %lld after", before, after);
 	end_child(pid, cmd, ack);
@@ -555,15 +561,8 @@ static void keeps_sampling(struct __test_metadata *_metadata,
 		ASSERT_EQ(1, write(leader_cmd[1], "t", 1));
 		break;
 	}
-	for (int i = 0; i < 100 && what < LEADER_EXITS; i++) {
-		char cmdline[32] = "", path[64];
-
-		snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-		if (!read_file(path, cmdline, sizeof(cmdline)) &&
-		    !strncmp(cmdline, "sysfs-touch", 11))
-			break;
-		usleep(100000);
-	}
+	if (what < LEADER_EXITS)
+		wait_exec(pid, "sysfs-touch");
 	/* Past the first touches, which are over in well under a second. */
 	sleep(1);
 	sampled0 = session_ll(pid, "sampled");
