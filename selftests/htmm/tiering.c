@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -490,27 +492,43 @@ TEST_F_TIMEOUT(tiering, exit_during_migration, 300)
 	ASSERT_EQ(ESRCH, sys_htmm_end(pid));
 }
 
-/* Move every page of [p, p + len) to @node; 0 or an errno. */
+/*
+ * Move the pages of [p, p + len) to @node with move_pages(2), until every
+ * one is there: a page that kmigraterd is moving at that moment is busy,
+ * and is moved again once it has landed.  0, or an errno.
+ */
 static int move_to(void *p, size_t len, int node)
 {
 	enum { BATCH = 1024 };
 	void *pages[BATCH];
 	int nodes[BATCH], status[BATCH];
+	double start = now_s();
+	long on;
 
-	for (size_t off = 0; off < len; off += BATCH * PAGE) {
-		size_t n = (len - off) / PAGE;
+	for (;;) {
+		for (size_t off = 0; off < len; off += BATCH * PAGE) {
+			size_t n = (len - off) / PAGE;
 
-		if (n > BATCH)
-			n = BATCH;
-		for (size_t i = 0; i < n; i++) {
-			pages[i] = (char *)p + off + i * PAGE;
-			nodes[i] = node;
+			if (n > BATCH)
+				n = BATCH;
+			for (size_t i = 0; i < n; i++) {
+				pages[i] = (char *)p + off + i * PAGE;
+				nodes[i] = node;
+			}
+			/* A positive return counts the pages that did not move. */
+			if (syscall(SYS_move_pages, 0, n, pages, nodes, status,
+				    MPOL_MF_MOVE) < 0)
+				return errno;
 		}
-		if (syscall(SYS_move_pages, 0, n, pages, nodes, status,
-			    MPOL_MF_MOVE))
-			return errno;
+		on = pages_on(p, len, node, NULL);
+		if (on < 0)
+			return -on;
+		if (on == (long)(len / PAGE))
+			return 0;
+		if (now_s() - start > 30)
+			return EBUSY;
+		usleep(10000);
 	}
-	return 0;
 }
 
 /*
@@ -601,7 +619,6 @@ TEST_F_TIMEOUT(tiering, bound_ranges_stay_where_bound, 300)
 	/* The process bound to the slow node: its unbound range stays down. */
 	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &slow, 64));
 	ASSERT_EQ(0, move_to(free_buf, len, SLOW));
-	ASSERT_EQ((long)(len / PAGE), pages_on(free_buf, len, SLOW, NULL));
 	most = read_watching(free_buf, len, t_up * 2 > 15 ? t_up * 2 : 15);
 	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0));
 	TH_LOG("with the process bound to node 1: at most %ld pages of the range on node 0",
@@ -654,9 +671,12 @@ TEST_F_TIMEOUT(tiering, cpuset_change_is_honoured, 300)
 	TH_LOG("in a cpuset of nodes 0-1: 90%% up after %.1f s", t_up);
 	ASSERT_LE(0, t_up);
 
-	ASSERT_EQ(0, move_to(buf, len, SLOW));
+	/*
+	 * The cpuset's own migration takes the pages down (cgroup v2); those
+	 * kmigraterd was moving up at that moment are taken down after.
+	 */
 	ASSERT_EQ(0, cgroup_write(CPUSET, "cpuset.mems", "1"));
-	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, move_to(buf, len, SLOW));
 	most = read_watching(buf, len, t_up * 2 > 15 ? t_up * 2 : 15);
 	log_session(_metadata);
 	TH_LOG("in a cpuset of node 1: at most %ld pages on node 0", most);
@@ -759,6 +779,100 @@ TEST_F_TIMEOUT(tiering, locked_pages_move_safely, 300)
 	       now_s() - start);
 	ASSERT_GE(on * 10, (long)(len / PAGE) * 9);
 	ASSERT_LE((long)(len / 1024), vm_locked_kb());
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+#define UNEVICTABLE "/proc/sys/vm/compact_unevictable_allowed"
+
+/*
+ * Where vm.compact_unevictable_allowed is 0 (PREEMPT_RT's default), locked
+ * memory is left alone, as compaction leaves it: an unlocked buffer beside
+ * it, read as often, goes up in that time.
+ */
+TEST_F_TIMEOUT(tiering, locked_pages_stay_if_unevictable_must_not_move, 300)
+{
+	const size_t len = 8 * MB;
+	char *free_buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	char *locked = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	char *bufs[2] = { free_buf, locked };
+	char saved[16];
+	double t_up;
+	long on;
+
+	ASSERT_NE(NULL, free_buf);
+	ASSERT_NE(NULL, locked);
+	if (read_file(UNEVICTABLE, saved, sizeof(saved)))
+		SKIP(return, "no " UNEVICTABLE " (CONFIG_COMPACTION=n)");
+	ASSERT_EQ(0, mlock(locked, len)) TH_LOG("mlock: %s", strerror(errno));
+	ASSERT_EQ(0, write_file(UNEVICTABLE, "0"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	t_up = read_until_all_up(bufs, 2, 1, len, 120);
+	on = pages_on(locked, len, FAST, NULL);
+	log_session(_metadata);
+	write_file(UNEVICTABLE, saved);
+	TH_LOG("unlocked buffer 90%% up after %.1f s; %ld of %zu locked pages on node 0",
+	       t_up, on, len / PAGE);
+	ASSERT_LE(0, t_up) TH_LOG("the unlocked buffer never went up");
+	ASSERT_EQ(0, on);
+	ASSERT_EQ(-1, check(locked, len, (uintptr_t)locked));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
+ * Pages that cannot move, here because a pipe holds them (vmsplice(2)),
+ * are hot and isolated, but their migration fails: each is tried again
+ * only 2, 4, then 8 epochs after its last try, not at every census.  Over
+ * 16 epochs, after the pages were tried at least once: at most 4 tries
+ * each (3 for the backoff, 1 for a try in flight), where trying once a
+ * round would be 16.
+ */
+TEST_F_TIMEOUT(tiering, unmovable_pages_are_tried_less_and_less, 600)
+{
+	const size_t len = 16 * MB, held = 1 * MB;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long long f0, f1, e0, e1;
+	struct iovec iov;
+	double start;
+	int pipefd[2];
+	long on;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, pipe(pipefd));
+	ASSERT_LE((long)held, fcntl(pipefd[1], F_SETPIPE_SZ, (int)held));
+	iov.iov_base = buf;
+	iov.iov_len = held;
+	ASSERT_EQ((ssize_t)held, vmsplice(pipefd[1], &iov, 1, 0))
+		TH_LOG("vmsplice: %s", strerror(errno));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	on = read_until_up(buf + held, len - held, 120);
+	ASSERT_GE(on * 10, (long)((len - held) / PAGE) * 9);
+	/* Until every held page was tried and failed once. */
+	start = now_s();
+	while (session_stat(getpid(), "promote_failed") < (long long)(held / PAGE) &&
+	       now_s() - start < 120)
+		read_pages(buf, len);
+	f0 = session_stat(getpid(), "promote_failed");
+	e0 = session_stat(getpid(), "epoch");
+	ASSERT_LE((long long)(held / PAGE), f0);
+
+	start = now_s();
+	do {
+		read_pages(buf, len);
+		e1 = session_stat(getpid(), "epoch");
+	} while (e1 - e0 < 16 && now_s() - start < 300);
+	f1 = session_stat(getpid(), "promote_failed");
+	on = pages_on(buf, held, FAST, NULL);
+	log_session(_metadata);
+	TH_LOG("over %lld epochs (%.0f s): %lld failed promotions of %zu held pages, %ld of them on node 0",
+	       e1 - e0, now_s() - start, f1 - f0, held / PAGE, on);
+	ASSERT_LE(16, e1 - e0) TH_LOG("the counts cooled too slowly to judge");
+	ASSERT_EQ(0, on);
+	ASSERT_LE(f1 - f0, (long long)(held / PAGE) * 4);
+	close(pipefd[0]);
+	close(pipefd[1]);
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
