@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/sched.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -348,6 +349,71 @@ static void end_child(pid_t pid, int cmd, int ack)
 	waitpid(pid, NULL, 0);
 	close(cmd);
 	close(ack);
+}
+
+/*
+ * A pid used again at once.  A process that ends keeps its session until
+ * its mm is released, which may be after it was reaped; a new process with
+ * its pid (clone3()'s set_tid) may start a session at once all the same,
+ * with a directory of its own.
+ */
+#define REUSES 200
+
+/* A child that sleeps, with the pid @want (clone3()'s set_tid), or -1. */
+static pid_t sleeper_with_pid(pid_t want)
+{
+	struct clone_args args = {
+		.exit_signal = SIGCHLD,
+		.set_tid = (uintptr_t)&want,
+		.set_tid_size = 1,
+	};
+	pid_t pid = syscall(__NR_clone3, &args, sizeof(args));
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+TEST(reused_pid_starts_a_session_at_once)
+{
+	int busy = 0, other = 0, n = 0;
+	char path[96], node[16];
+	pid_t first, again = -1;
+
+	for (int i = 0; i < REUSES; i++) {
+		int err;
+
+		first = sleeper();
+		ASSERT_LT(0, first);
+		ASSERT_EQ(0, sys_htmm_start(first, -1));
+		reap(first);
+		again = sleeper_with_pid(first);
+		if (again < 0) {
+			/* Another process took the pid first. */
+			ASSERT_EQ(EEXIST, errno);
+			other++;
+			continue;
+		}
+		ASSERT_EQ(first, again);
+		n++;
+		err = sys_htmm_start(again, -1);
+		if (err == EBUSY) {
+			busy++;
+		} else {
+			ASSERT_EQ(0, err);
+			snprintf(path, sizeof(path), HTMM "/sessions/%d/node", again);
+			ASSERT_EQ(0, read_file(path, node, sizeof(node)));
+		}
+		reap(again);
+	}
+	TH_LOG("%d of %d starts on a pid just used again were refused (EBUSY)",
+	       busy, n);
+	ASSERT_EQ(0, busy);
+	ASSERT_LE(REUSES / 2, n);
+	ASSERT_TRUE(session_gone(again, 10));
 }
 
 /* The hotness tests sample fast: ksamplingd gets a fifth of a cpu. */

@@ -578,6 +578,86 @@ static long read_watching(char *p, size_t len, double seconds)
 	return most;
 }
 
+#define THP_SYSFS "/sys/kernel/mm/transparent_hugepage"
+#define MTHP THP_SYSFS "/hugepages-64kB"
+#define PMD_THP THP_SYSFS "/hugepages-2048kB"
+
+/* A 64 KiB large folios' counter, or -1. */
+static long long mthp_stat(const char *name)
+{
+	char path[128], buf[32];
+
+	snprintf(path, sizeof(path), MTHP "/stats/%s", name);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	return atoll(buf);
+}
+
+/* The choice in brackets of a sysfs setting such as "always [never]". */
+static char *chosen(char *setting)
+{
+	char *open = strchr(setting, '['), *close = open ? strchr(open, ']') : NULL;
+
+	if (!close)
+		return setting;
+	*close = '\0';
+	return open + 1;
+}
+
+/*
+ * Large folios mapped by PTEs (64 KiB here) move whole both ways: one is
+ * as hot as its hottest page, and goes down once all of its pages are cold.
+ * With the session's budget on node 0 a little over 8 MiB, a first 8 MiB
+ * that is read goes up; when the reads move to a second 8 MiB, the first
+ * must come down to make room for it.  (Some folios are split on the way,
+ * though none for want of a large folio on either node: the count of
+ * splits is logged, not judged.)
+ */
+TEST_F_TIMEOUT(tiering, large_folios_move_whole_both_ways, 400)
+{
+	const size_t half = 8 * MB, len = 2 * half, folio = 64 * 1024;
+	char mthp[64] = "", pmd[64] = "";
+	long long allocs, splits;
+	char *buf, *a, *b;
+	double t_a, t_b;
+	long on_a;
+
+	if (read_file(MTHP "/enabled", mthp, sizeof(mthp)) ||
+	    read_file(PMD_THP "/enabled", pmd, sizeof(pmd)) ||
+	    mthp_stat("anon_fault_alloc") < 0)
+		SKIP(return, "no 64 KiB anonymous large folios in this kernel");
+	ASSERT_EQ(0, write_file(MTHP "/enabled", "always"));
+	ASSERT_EQ(0, write_file(PMD_THP "/enabled", "never"));
+	allocs = mthp_stat("anon_fault_alloc");
+	buf = buffer_on(len, SLOW, MADV_NORMAL);
+	allocs = mthp_stat("anon_fault_alloc") - allocs;
+	write_file(MTHP "/enabled", chosen(mthp));
+	write_file(PMD_THP "/enabled", chosen(pmd));
+	ASSERT_NE(NULL, buf);
+	ASSERT_LE((long long)(len / folio) * 9 / 10, allocs)
+		TH_LOG("the buffer got %lld large folios of 64 KiB", allocs);
+	splits = mthp_stat("split");
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "10"));
+
+	a = buf;
+	b = buf + half;
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	t_a = read_until_all_up(&a, 1, 1, half, 120);
+	TH_LOG("the first 8 MiB 90%% up after %.1f s", t_a);
+	ASSERT_LE(0, t_a);
+	t_b = read_until_all_up(&b, 1, 1, half, 180);
+	on_a = pages_on(a, half, FAST, NULL);
+	log_session(_metadata);
+	TH_LOG("the second 8 MiB 90%% up after %.1f s; %ld pages of the first left on node 0; %lld folios split",
+	       t_b, on_a, mthp_stat("split") - splits);
+	ASSERT_LE(0, t_b) TH_LOG("the second 8 MiB never went up");
+	/* Within the budget, the first had to make room. */
+	ASSERT_LE((long long)(half / PAGE) / 2, session_stat(getpid(), "demoted"));
+	ASSERT_GT((long)(half / PAGE), on_a);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
 /*
  * Memory policies hold, as NUMA balancing keeps to them: a range that
  * mbind(2) bound to the slow node stays there, however hot, while an
@@ -949,6 +1029,67 @@ TEST_F_TIMEOUT(tiering, failed_allocations_during_promotion, 300)
 	TH_LOG("%lld pages failed to move under fault injection; then %ld of %zu up after %.1f s",
 	       failed, on, len / PAGE, now_s() - start);
 	ASSERT_GE(on * 10, (long)(len / PAGE) * 9);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
+ * A huge page that the lower tier cannot take whole (here, every
+ * allocation of kmigraterd's larger than a page fails) is split, and its
+ * pages go down one by one, as reclaim demotes them.  A cold 8 MiB of huge
+ * pages on node 0, over a budget of 4 MiB, must come down.  On the debug
+ * kernel only.
+ */
+TEST_F_TIMEOUT(tiering, huge_pages_split_when_demoted_without_room_for_them, 300)
+{
+	const size_t len = 8 * MB;
+	long long splits = vmstat("thp_split_page");
+	pid_t kmd = kthread_pid("kmigraterd");
+	char thp[64] = "", path[64];
+	long huge_kb, down = 0;
+	double start;
+	char *buf;
+
+	if (access("/sys/kernel/debug/fail_page_alloc/task-filter", W_OK))
+		SKIP(return, "no fault injection in this kernel (make test-debug has it)");
+	if (read_file(THP_SYSFS "/enabled", thp, sizeof(thp)) ||
+	    strstr(thp, "[never]"))
+		SKIP(return, "transparent huge pages are off: %s", thp);
+	ASSERT_LT(0, kmd);
+	ASSERT_LE(0, splits);
+	buf = buffer_on(len, FAST, MADV_HUGEPAGE);
+	ASSERT_NE(NULL, buf);
+	huge_kb = anon_huge_kb();
+	ASSERT_LE((long)(len / 1024) * 9 / 10, huge_kb);
+
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "task-filter", "Y"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-wait", "N"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-highmem", "N"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "min-order", "1"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "verbose", "0"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "interval", "1"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "times", "-1"));
+	ASSERT_EQ(0, fail_set("fail_page_alloc", "probability", "100"));
+	snprintf(path, sizeof(path), "/proc/%d/make-it-fail", kmd);
+	ASSERT_EQ(0, write_file(path, "1"));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "4"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (down * 4 < (long)(len / PAGE) && now_s() - start < 120) {
+		usleep(500000);
+		down = pages_on(buf, len, SLOW, NULL);
+	}
+	write_file(path, "0");
+	fail_set("fail_page_alloc", "probability", "0");
+	fail_set("fail_page_alloc", "min-order", "0");
+	fail_set("fail_page_alloc", "task-filter", "N");
+	log_session(_metadata);
+	TH_LOG("%ld of %zu pages down after %.1f s; thp_split_page +%lld",
+	       down, len / PAGE, now_s() - start,
+	       vmstat("thp_split_page") - splits);
+	ASSERT_LE((long)(len / PAGE), down * 4);
+	ASSERT_LT(splits, vmstat("thp_split_page"));
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
