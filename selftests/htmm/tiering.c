@@ -613,7 +613,7 @@ static char *chosen(char *setting)
  * though none for want of a large folio on either node: the count of
  * splits is logged, not judged.)
  */
-TEST_F_TIMEOUT(tiering, large_folios_move_whole_both_ways, 400)
+TEST_F_TIMEOUT(tiering, large_folios_move_whole_both_ways, 600)
 {
 	const size_t half = 8 * MB, len = 2 * half, folio = 64 * 1024;
 	char mthp[64] = "", pmd[64] = "";
@@ -645,7 +645,7 @@ TEST_F_TIMEOUT(tiering, large_folios_move_whole_both_ways, 400)
 	t_a = read_until_all_up(&a, 1, 1, half, 120);
 	TH_LOG("the first 8 MiB 90%% up after %.1f s", t_a);
 	ASSERT_LE(0, t_a);
-	t_b = read_until_all_up(&b, 1, 1, half, 180);
+	t_b = read_until_all_up(&b, 1, 1, half, 300);
 	on_a = pages_on(a, half, FAST, NULL);
 	log_session(_metadata);
 	TH_LOG("the second 8 MiB 90%% up after %.1f s; %ld pages of the first left on node 0; %lld folios split",
@@ -1040,7 +1040,7 @@ TEST_F_TIMEOUT(tiering, failed_allocations_during_promotion, 300)
  * pages on node 0, over a budget of 4 MiB, must come down.  On the debug
  * kernel only.
  */
-TEST_F_TIMEOUT(tiering, huge_pages_split_when_demoted_without_room_for_them, 300)
+TEST_F_TIMEOUT(tiering, huge_pages_split_when_demoted_without_room_for_them, 400)
 {
 	const size_t len = 8 * MB;
 	long long splits = vmstat("thp_split_page");
@@ -1076,7 +1076,7 @@ TEST_F_TIMEOUT(tiering, huge_pages_split_when_demoted_without_room_for_them, 300
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
-	while (down * 4 < (long)(len / PAGE) && now_s() - start < 120) {
+	while (down * 4 < (long)(len / PAGE) && now_s() - start < 240) {
 		usleep(500000);
 		down = pages_on(buf, len, SLOW, NULL);
 	}
