@@ -357,7 +357,7 @@ static void end_child(pid_t pid, int cmd, int ack)
  * its pid (clone3()'s set_tid) may start a session at once all the same,
  * with a directory of its own.
  */
-#define REUSES 200
+#define REUSES 200	/* at most */
 
 /* A child that sleeps, with the pid @want (clone3()'s set_tid), or -1. */
 static pid_t sleeper_with_pid(pid_t want)
@@ -379,11 +379,13 @@ static pid_t sleeper_with_pid(pid_t want)
 
 TEST(reused_pid_starts_a_session_at_once)
 {
-	int busy = 0, other = 0, n = 0;
+	int busy = 0, other = 0, n = 0, i;
 	char path[96], node[16];
 	pid_t first, again = -1;
+	double start = now_s();
 
-	for (int i = 0; i < REUSES; i++) {
+	/* Within the harness's 30 s: fewer rounds on a debug kernel. */
+	for (i = 0; i < REUSES && (i < 20 || now_s() - start < 15); i++) {
 		int err;
 
 		first = sleeper();
@@ -412,7 +414,7 @@ TEST(reused_pid_starts_a_session_at_once)
 	TH_LOG("%d of %d starts on a pid just used again were refused (EBUSY)",
 	       busy, n);
 	ASSERT_EQ(0, busy);
-	ASSERT_LE(REUSES / 2, n);
+	ASSERT_LE(i / 2, n);
 	ASSERT_TRUE(session_gone(again, 10));
 }
 
