@@ -609,9 +609,12 @@ static char *chosen(char *setting)
  * as hot as its hottest page, and goes down once all of its pages are cold.
  * With the session's budget on node 0 a little over 8 MiB, a first 8 MiB
  * that is read goes up; when the reads move to a second 8 MiB, the first
- * must come down to make room for it.  (Some folios are split on the way,
- * though none for want of a large folio on either node: the count of
- * splits is logged, not judged.)
+ * must come down to make room for it.  (Some folios are split on the way
+ * down, though none for want of a large folio: in 6.12, try_to_migrate()
+ * unmaps a folio's PTEs one at a time, which marks it partially mapped, the
+ * copy inherits the mark, and migrate_pages() splits such a folio when it
+ * moves again, whoever moves it.  The count of splits is logged, not
+ * judged.)
  */
 TEST_F_TIMEOUT(tiering, large_folios_move_whole_both_ways, 600)
 {
