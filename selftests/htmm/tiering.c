@@ -968,6 +968,32 @@ static int fail_set(const char *type, const char *attr, const char *val)
 	return write_file(path, val);
 }
 
+/*
+ * Make kmigraterd's (@kmd's) page allocations of order @min_order and up
+ * fail with @probability percent (fail_page_alloc, for it alone); @path
+ * gets its make-it-fail file, to write 0 to when done.  0 or an errno.
+ */
+static int kmigraterd_allocs_fail(pid_t kmd, const char *min_order,
+				  const char *probability, char *path,
+				  size_t size)
+{
+	const char *const set[][2] = {
+		{ "task-filter", "Y" }, { "ignore-gfp-wait", "N" },
+		{ "ignore-gfp-highmem", "N" }, { "min-order", min_order },
+		{ "verbose", "0" }, { "interval", "1" }, { "times", "-1" },
+		{ "probability", probability },
+	};
+	int err;
+
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+		err = fail_set("fail_page_alloc", set[i][0], set[i][1]);
+		if (err)
+			return err;
+	}
+	snprintf(path, size, "/proc/%d/make-it-fail", kmd);
+	return write_file(path, "1");
+}
+
 /* The pid of the kernel thread named @comm, or -1. */
 static pid_t kthread_pid(const char *comm)
 {
@@ -1002,16 +1028,7 @@ TEST_F_TIMEOUT(tiering, failed_allocations_during_promotion, 300)
 	buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
 	ASSERT_NE(NULL, buf);
 
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "task-filter", "Y"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-wait", "N"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-highmem", "N"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "min-order", "0"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "verbose", "0"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "interval", "1"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "times", "-1"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "probability", "50"));
-	snprintf(path, sizeof(path), "/proc/%d/make-it-fail", kmd);
-	ASSERT_EQ(0, write_file(path, "1"));
+	ASSERT_EQ(0, kmigraterd_allocs_fail(kmd, "0", "50", path, sizeof(path)));
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
@@ -1065,16 +1082,7 @@ TEST_F_TIMEOUT(tiering, huge_pages_split_when_demoted_without_room_for_them, 400
 	huge_kb = anon_huge_kb();
 	ASSERT_LE((long)(len / 1024) * 9 / 10, huge_kb);
 
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "task-filter", "Y"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-wait", "N"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "ignore-gfp-highmem", "N"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "min-order", "1"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "verbose", "0"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "interval", "1"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "times", "-1"));
-	ASSERT_EQ(0, fail_set("fail_page_alloc", "probability", "100"));
-	snprintf(path, sizeof(path), "/proc/%d/make-it-fail", kmd);
-	ASSERT_EQ(0, write_file(path, "1"));
+	ASSERT_EQ(0, kmigraterd_allocs_fail(kmd, "1", "100", path, sizeof(path)));
 	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "4"));
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
