@@ -31,11 +31,12 @@ BOOT_OPTS  = --kernel $(BZIMAGE) --initrd $(INITRAMFS) \
 DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 	gcc make flex bison bc libelf-dev libssl-dev cpio perl python3 \
 	ccache git xz-utils rsync file libdw-dev gnuplot-nox man-db \
-	python3-ply python3-git redis-server redis-tools numactl
+	python3-ply python3-git redis-server redis-tools numactl \
+	linux-config-6.12 gcc-aarch64-linux-gnu dpkg-dev kmod
 
 space := $(subst ,, )
 
-.PHONY: bench test-one bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
+.PHONY: kernel-distro-check deb-config deb bench test-one bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
 	userspace install initramfs test demo shell clean distclean deps-check
 
 help:
@@ -56,6 +57,11 @@ help:
 	@echo "                   (SLOW_TIER=default|NS loads it for shell, demo, test)"
 	@echo "  make deps        install the Debian packages the project needs (root)"
 	@echo "  make kernel      unpack linux-source-6.12, apply patches/, build bzImage"
+	@echo "  make kernel-distro-check  the series' objects with W=1, on Debian's own"
+	@echo "                   amd64 configuration and cross-built for arm64"
+	@echo "  make deb         installable kernel packages: Debian's configuration with"
+	@echo "                   htmm (build/deb/; hours on 2 cores)"
+	@echo "  make deb-config  only the configuration make deb builds, checked"
 	@echo "  make patches     regenerate patches/ from the commits in build/linux"
 	@echo "  make checkpatch  run checkpatch.pl --strict on every patch"
 	@echo "  make check-series  build the kernel at every patch of the series"
@@ -80,6 +86,23 @@ kernel:
 # The debug kernel: KASAN, lockdep, kmemleak, DEBUG_VM, fault injection.
 kernel-debug: kernel
 	@JOBS=$(JOBS) bash $(TOP)/scripts/kernel-build.sh debug $(DEBUG_FRAGMENTS)
+
+# A real machine's kernel: Debian's configuration with htmm on top
+# (scripts/kernel-distro.sh).
+DISTRO_NEED := $(NEED) gcc make flex bison bc perl git xz ccache \
+	file:/usr/src/linux-config-6.12:linux-config-6.12
+kernel-distro-check: kernel
+	@$(DISTRO_NEED) aarch64-linux-gnu-gcc
+	@JOBS=$(JOBS) bash $(TOP)/scripts/kernel-distro.sh check amd64
+	@JOBS=$(JOBS) bash $(TOP)/scripts/kernel-distro.sh check arm64
+
+deb-config: kernel
+	@$(DISTRO_NEED)
+	@JOBS=$(JOBS) bash $(TOP)/scripts/kernel-distro.sh config
+
+deb: kernel
+	@$(DISTRO_NEED) dpkg-buildpackage depmod
+	@JOBS=$(JOBS) bash $(TOP)/scripts/kernel-distro.sh deb
 
 kernel-reset:
 	@bash $(TOP)/scripts/kernel-tree.sh reset

@@ -23,9 +23,13 @@ die() { echo "check-series: error: $*" >&2; exit 1; }
 [ -d "$KSRC/.git" ] || die "no kernel tree: run 'make kernel'"
 [ -f "$CONFIG" ] || die "no guest configuration: run 'make kernel'"
 
-export CCACHE_BASEDIR=$TOP CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
-export KBUILD_BUILD_USER=htmm KBUILD_BUILD_HOST=htmm KBUILD_BUILD_TIMESTAMP=2024-11-17
+. "$TOP/scripts/kbuild-env.sh"
 
+# A worktree of an earlier tree (unpacked again since) is made anew.
+if [ -d "$WT" ] && ! git -C "$WT" rev-parse -q --verify htmm-base >/dev/null 2>&1; then
+	rm -rf "$WT"
+	git -C "$KSRC" worktree prune
+fi
 if [ ! -d "$WT" ]; then
 	git -C "$KSRC" worktree add -q --detach "$WT" htmm-base
 fi

@@ -28,14 +28,7 @@ note() { echo "kernel-build: $*"; }
 
 [ -d "$KSRC/.git" ] || die "no kernel tree in $KSRC: run 'make kernel'"
 
-# ccache: one cache for every clone of the project on this machine.  Paths
-# under the project are hashed relative to it, so a fresh clone in another
-# folder (as CI makes) still hits the cache.
-export CCACHE_BASEDIR=$TOP
-export CCACHE_NOHASHDIR=1
-export CCACHE_COMPILERCHECK=content
-export KBUILD_BUILD_USER=htmm KBUILD_BUILD_HOST=htmm
-export KBUILD_BUILD_TIMESTAMP="2024-11-17"
+. "$TOP/scripts/kbuild-env.sh"
 ccache -M 8G >/dev/null 2>&1 || true
 
 KMAKE=(make -C "$KSRC" O="$KOBJ" ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc" -j"$JOBS")

@@ -66,10 +66,15 @@ tarball_id() {
 	stat -c '%s %Y' "$TARBALL"
 }
 
+# write_stamp [TARBALL_ID]: the tarball the tree was unpacked from is the
+# one given (after an unpack), else the one already recorded: exporting or
+# re-applying the series does not make the tree a newer package's.
 write_stamp() {
+	local tarball=${1:-$(stamp_get tarball)}
+	[ -n "$tarball" ] || tarball=$(tarball_id)
 	mkdir -p "$STAMPS"
 	{
-		echo "tarball=$(tarball_id)"
+		echo "tarball=$tarball"
 		echo "patches=$(patches_digest)"
 		echo "head=$(g rev-parse HEAD)"
 	} > "$STAMPS/tree"
@@ -141,7 +146,7 @@ cmd_sync() {
 	if [ ! -d "$KSRC/.git" ] || ! g rev-parse -q --verify "refs/tags/$BASE_TAG" >/dev/null; then
 		unpack
 		apply_series
-		write_stamp
+		write_stamp "$(tarball_id)"
 		return
 	fi
 	if [ "$(stamp_get tarball)" != "$(tarball_id)" ]; then
@@ -151,7 +156,7 @@ cmd_sync() {
 		note "the kernel source package changed: unpacking again"
 		unpack
 		apply_series
-		write_stamp
+		write_stamp "$(tarball_id)"
 		return
 	fi
 

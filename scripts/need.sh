@@ -17,6 +17,9 @@ for w in "$@"; do
 	busybox) pkg=busybox-static ;;
 	gnuplot) pkg=gnuplot-nox ;;
 	gcc|cc) pkg=gcc ;;
+	aarch64-linux-gnu-gcc) pkg=gcc-aarch64-linux-gnu ;;
+	dpkg-buildpackage) pkg=dpkg-dev ;;
+	depmod) pkg=kmod ;;
 	*) pkg=$w ;;
 	esac
 	missing="$missing $pkg($w)"

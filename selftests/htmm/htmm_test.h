@@ -167,6 +167,50 @@ static inline double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The number in @pid's session file @name, or -1 (no such session). */
+static inline long long session_ll(pid_t pid, const char *name)
+{
+	char path[128], buf[64];
+
+	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d/%s", pid, name);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	return atoll(buf);
+}
+
+/*
+ * The page faults of @pid that reached its session's buffers: those
+ * ksamplingd read (samples, and faults on no page armed lately, first
+ * touches among them), and those perf lost; -1 once the session is gone.
+ */
+static inline long long session_faults(pid_t pid)
+{
+	long long n = 0, v;
+	const char *const names[] = { "sampled", "unarmed", "lost", "bad_addr" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		v = session_ll(pid, names[i]);
+		if (v < 0)
+			return -1;
+		n += v;
+	}
+	return n;
+}
+
+/* Wait up to @seconds for session_faults(@pid) to reach @want; the last. */
+static inline long long wait_session_faults(pid_t pid, long long want,
+					    double seconds)
+{
+	double start = now_s();
+	long long n;
+
+	while ((n = session_faults(pid)) >= 0 && n < want &&
+	       now_s() - start < seconds)
+		usleep(100000);
+	return n;
+}
+
 /* A child that sleeps until killed, or until its parent dies. */
 static inline pid_t sleeper(void)
 {

@@ -4,26 +4,10 @@
 # htmmstat, as a user runs it: one line per interval, of one session or of
 # the system, JSON for scripts, the histogram, and clear errors.
 
-n=0
-failed=0
+. "$(dirname "$0")/tap.sh"
 
-if ! command -v htmmstat >/dev/null || ! command -v htmm-touch >/dev/null; then
-	echo "1..0 # SKIP htmmstat or htmm-touch is not installed"
-	exit 4
-fi
-
-echo "TAP version 13"
-echo "1..7"
-
-result() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=1
-	fi
-}
+tap_need htmmstat htmm-touch
+tap_plan 7
 
 # A managed workload: 32 MiB on node 1, 8 MiB of it hot.  It runs until
 # this script ends it (SIGTERM, passed on by htmm-launch), so that no check

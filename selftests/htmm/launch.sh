@@ -5,27 +5,12 @@
 # instruction, its exit status and signals come through, errors are clear,
 # and --pid attaches to a running process until interrupted.
 
+. "$(dirname "$0")/tap.sh"
+
 SESSIONS=/sys/kernel/mm/htmm/sessions
-n=0
-failed=0
 
-if ! command -v htmm-launch >/dev/null; then
-	echo "1..0 # SKIP htmm-launch is not installed"
-	exit 4
-fi
-
-echo "TAP version 13"
-echo "1..7"
-
-result() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=1
-	fi
-}
+tap_need htmm-launch
+tap_plan 7
 
 # The command sees its own session: it was managed before it ran.
 htmm-launch -q -- sh -c "test -d $SESSIONS/\$\$"

@@ -247,14 +247,6 @@ static void wait_exec(pid_t pid, const char *argv0)
 	}
 }
 
-static long long session_ll(pid_t pid, const char *name)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), HTMM "/sessions/%d/%s", pid, name);
-	return get_ll(path);
-}
-
 /* Wait up to @seconds for @pid's session file @name to reach @want (or, if
  * !@up, to fall to it); its last value. */
 static long long wait_session_ll(pid_t pid, const char *name, long long want,

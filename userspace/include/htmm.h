@@ -20,10 +20,14 @@
 
 /*
  * The system call numbers come from the kernel's uapi headers when they know
- * them; x86_64 (not x32) has them at fixed numbers.  Elsewhere, without
- * them, the wrappers fail with ENOSYS.
+ * them.  Without them: the kernel's tables give htmm the same numbers on
+ * x86, arm, arm64, riscv, loongarch, powerpc and s390 (and on the other
+ * architectures that take theirs from the generic table); elsewhere (alpha,
+ * mips, x32, where the numbers are offset), the wrappers fail with ENOSYS.
  */
-#if defined(__x86_64__) && !defined(__ILP32__)
+#if (defined(__x86_64__) && !defined(__ILP32__)) || defined(__i386__) || \
+	defined(__aarch64__) || defined(__arm__) || defined(__riscv) || \
+	defined(__loongarch__) || defined(__powerpc__) || defined(__s390__)
 # ifndef __NR_htmm_start
 #  define __NR_htmm_start 463
 # endif
