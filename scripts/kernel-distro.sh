@@ -57,8 +57,6 @@ configure() {
 	else
 		xz -dc "$(debian_config "$deb")" > "$KOBJ/.config.debian"
 	fi
-	# Debian signs with keys of its own, which a local build does not
-	# have; the build makes a throw-away module signing key instead.
 	(cd "$KSRC" && ARCH=$ARCH CROSS_COMPILE=${CROSS:-} \
 		scripts/kconfig/merge_config.sh -m -O "$KOBJ" \
 		"$KOBJ/.config.debian" "${FRAGMENTS[@]}") > "$log" 2>&1 ||
@@ -86,9 +84,8 @@ survives() {
 	note "$ARCH: $base + $(printf '%s ' "${FRAGMENTS[@]##*/}")kept every option ($(grep '^CONFIG_HTMM' "$KOBJ/.config" | tr '\n' ' '))"
 }
 
-# The objects to build: the series' C files under mm/, fs/ and kernel/,
-# except other architectures' and those Kbuild compiles into another
-# object; mm/htmm/ and kernel/events/ whole.
+# The objects to build: mm/htmm/ and kernel/events/ whole, and an object
+# for each other C file the series touches under mm/, fs/ and kernel/.
 objects() {
 	local f
 	echo mm/htmm/ kernel/events/
@@ -180,7 +177,9 @@ deb_config() {
 	KMAKE=(make -C "$KSRC" O="$KOBJ" ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc" -j"$JOBS")
 	configure amd64
 	# A package for one machine: no debug info (Debian ships it in a
-	# separate package, built here in hours), no Debian keyring.
+	# separate package, built here in hours), and not Debian's keys,
+	# which a local build does not have (the build makes a throw-away
+	# module signing key instead).
 	"$KSRC/scripts/config" --file "$KOBJ/.config" \
 		--set-str SYSTEM_TRUSTED_KEYS "" --set-str SYSTEM_REVOCATION_KEYS "" \
 		--disable DEBUG_INFO_DWARF5 --disable DEBUG_INFO_DWARF4 \
