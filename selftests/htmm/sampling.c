@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -392,6 +394,135 @@ TEST_F_TIMEOUT(sampling, threads_running_before_start_are_sampled, 300)
 	TH_LOG("%lld faults of pid %d reached its session; %ld samples: %ld in the half of the thread that ran before the start, %ld in the half of the thread it created after",
 	       faults, pid, first.total, first.inside, second.inside);
 	EXPECT_GE(faults, 4096);
+}
+
+/* A thread that waits for the go, then first-touches its buffer. */
+struct racing_thread {
+	char *p;
+	size_t len;
+	int go;
+	int done;
+};
+
+/* Raw clone()'s thread: system calls and memset() only, no TLS. */
+static int racing_thread_run(void *arg)
+{
+	struct racing_thread *rt = arg;
+	char byte;
+
+	if (read(rt->go, &byte, 1) != 1)
+		syscall(SYS_exit, 1);
+	memset(rt->p, 1, rt->len);
+	__atomic_store_n(&rt->done, 1, __ATOMIC_RELEASE);
+	syscall(SYS_exit, 0);
+	return 0;
+}
+
+#define RACING_FDS 100000
+
+/*
+ * The child of a trial: it sets *@cloning, on which the parent spins to
+ * call htmm_start(), and creates a thread that first-touches the buffer at
+ * @p.  The thread gets a copy of the child's table of RACING_FDS files (no
+ * CLONE_FILES), whose copying holds its clone() for milliseconds between
+ * the copy of its creator's perf events and its joining the thread list:
+ * the start falls in between, as it would by chance in any process.
+ */
+static void racing_child(char *p, size_t len, int *cloning, int up, int go,
+			 int hold)
+{
+	static char stack[256 << 10] __attribute__((aligned(64)));
+	struct racing_thread rt = { .p = p, .len = len, .go = go };
+	struct rlimit rl = { RACING_FDS + 64, RACING_FDS + 64 };
+	char byte;
+	int i;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		_exit(12);
+	for (i = 0; i < RACING_FDS; i++) {
+		if (dup(up) < 0)
+			_exit(13);
+	}
+	/* The parent, spinning on the flag, calls htmm_start() at once. */
+	__atomic_store_n(cloning, 1, __ATOMIC_RELEASE);
+	if (clone(racing_thread_run, stack + sizeof(stack),
+		  CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD |
+		  CLONE_SYSVSEM, &rt) < 0)
+		_exit(15);
+	while (!__atomic_load_n(&rt.done, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	if (write(up, "d", 1) != 1)
+		_exit(16);
+	/* Managed until the parent has read the session. */
+	while (read(hold, &byte, 1) > 0)
+		;
+	_exit(0);
+}
+
+/*
+ * A process creates a thread while htmm_start() opens the session's
+ * events: the thread's clone() copies its creator's events before they
+ * are opened, and puts it on the thread list after htmm_start() looked at
+ * the list.  The thread must get the events all the same: each of its
+ * 1,024 first touches reaches the session.
+ */
+TEST_F_TIMEOUT(sampling, threads_created_while_it_starts_are_sampled, 600)
+{
+	int *cloning = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	const size_t len = 4 * MB;
+	int trial, missed = 0;
+
+	ASSERT_NE(MAP_FAILED, cloning);
+
+	for (trial = 0; trial < 10; trial++) {
+		int up[2], go[2], hold[2], status;
+		long long faults;
+		char byte;
+		pid_t pid;
+
+		ASSERT_EQ(0, pipe(up));
+		ASSERT_EQ(0, pipe(go));
+		ASSERT_EQ(0, pipe(hold));
+		*cloning = 0;
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (!pid) {
+			char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+			close(up[0]);
+			close(go[1]);
+			close(hold[1]);
+			if (p == MAP_FAILED)
+				_exit(11);
+			madvise(p, len, MADV_NOHUGEPAGE);
+			racing_child(p, len, cloning, up[1], go[0], hold[0]);
+		}
+		close(up[1]);
+		close(go[0]);
+		close(hold[0]);
+		while (!__atomic_load_n(cloning, __ATOMIC_ACQUIRE))
+			;
+		ASSERT_EQ(0, sys_htmm_start(pid, -1));
+		ASSERT_EQ(1, write(go[1], "g", 1));
+		/* The thread is done touching. */
+		ASSERT_EQ(1, read(up[0], &byte, 1));
+		faults = wait_session_faults(pid, len / 4096, 10);
+		close(hold[1]);
+		close(go[1]);
+		close(up[0]);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		ASSERT_EQ(0, WEXITSTATUS(status));
+		if (faults < (long long)(len / 4096)) {
+			TH_LOG("trial %d: %lld faults reached the session, of the thread's %zu first touches and more",
+			       trial, faults, len / 4096);
+			missed++;
+		}
+	}
+	munmap(cloning, 4096);
+	EXPECT_EQ(0, missed) TH_LOG("%d of 10 threads were not sampled", missed);
 }
 
 TEST_F_TIMEOUT(sampling, session_ends_when_its_process_exits, 300)
