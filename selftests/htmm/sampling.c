@@ -207,17 +207,17 @@ TEST_F_TIMEOUT(sampling, samples_land_in_the_touched_buffer, 300)
 	       tc.total, c.pid, now_s() - t0, tc.inside,
 	       vmstat("htmm_sampled") - sampled0,
 	       hints0 >= 0 ? vmstat("numa_hint_faults") - hints0 : -1);
-	/* First touches alone give 8192 faults; hint faults add more. */
-	EXPECT_GE(tc.inside, 8192);
+	/*
+	 * The scanner armed the buffer, and the hint faults it took are the
+	 * samples (how many depends on how fast the kernel is: fewer on a
+	 * debug kernel); the buffer's 8192 first touches are none.
+	 */
+	EXPECT_GT(tc.inside, 0);
+	if (hints0 >= 0)
+		EXPECT_LE(tc.total, vmstat("numa_hint_faults") - hints0);
 	/* Nearly all of them are the buffer's, not the stack's or libc's. */
 	EXPECT_GE(tc.inside * 100, tc.total * 90);
 	EXPECT_GE(vmstat("htmm_sampled") - sampled0, tc.total);
-	/*
-	 * The scanner armed the buffer: hint faults were taken (how many
-	 * depends on how fast the kernel is: few on a debug kernel).
-	 */
-	if (hints0 >= 0)
-		EXPECT_GT(vmstat("numa_hint_faults") - hints0, 0);
 	/* The session ended with the process. */
 	EXPECT_TRUE(session_gone(c.pid, 30));
 	EXPECT_EQ(ESRCH, sys_htmm_end(c.pid));

@@ -429,6 +429,70 @@ FIXTURE_TEARDOWN(hotness)
 }
 
 /*
+ * A first touch is a page fault, which the hint-fault source records, but
+ * not a hint fault: the page was not there to be armed, even where the
+ * scanner had already passed over its range.  As the ABI says, it counts in
+ * unarmed, not in sampled, and gives the page no access count.
+ */
+TEST_F_TIMEOUT(hotness, first_touches_are_unarmed, 300)
+{
+	const size_t len = 16UL << 20;
+	long long epoch, sampled0, unarmed0, lost0, sampled1, unarmed1, lost1;
+	int go[2], status;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		char c, *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		close(go[1]);
+		if (p == MAP_FAILED)
+			_exit(1);
+		madvise(p, len, MADV_NOHUGEPAGE);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		memset(p, 1, len);
+		while (read(go[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(go[0]);
+	ASSERT_EQ(0, write_file(HTMM "/source", "hint-fault"));
+	ASSERT_EQ(0, write_file(HTMM "/sample_period_max", "1"));
+	ASSERT_EQ(0, sys_htmm_start(pid, -1));
+	ASSERT_EQ(0, write_file(HTMM "/source", "auto"));
+
+	/* Two rounds of the scanner: it has been over the untouched buffer. */
+	epoch = session_ll(pid, "epoch");
+	ASSERT_LE(0, epoch);
+	ASSERT_LE(epoch + 2, wait_session_ll(pid, "epoch", epoch + 2, 1, 120));
+	sampled0 = session_ll(pid, "sampled");
+	unarmed0 = session_ll(pid, "unarmed");
+	lost0 = session_ll(pid, "lost");
+
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	wait_session_faults(pid, unarmed0 + sampled0 + lost0 + len / 4096, 60);
+	sampled1 = session_ll(pid, "sampled");
+	unarmed1 = session_ll(pid, "unarmed");
+	lost1 = session_ll(pid, "lost");
+	ASSERT_EQ(0, write_file(HTMM "/sample_period_max", "0"));
+	TH_LOG("%zu first touches: sampled +%lld, unarmed +%lld, lost +%lld",
+	       len / 4096, sampled1 - sampled0, unarmed1 - unarmed0,
+	       lost1 - lost0);
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+
+	EXPECT_GE(unarmed1 - unarmed0 + lost1 - lost0,
+		  (long long)(len / 4096) * 31 / 32);
+	/* The child's other faults, if any were hints: a handful. */
+	EXPECT_LE(sampled1 - sampled0, (long long)(len / 4096) / 32);
+}
+
+/*
  * The counts of a range that is unmapped are freed: the session's tracked
  * pages fall from the buffer's to the few of what is still mapped, while
  * the process goes on.
