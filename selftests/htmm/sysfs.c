@@ -426,6 +426,8 @@ FIXTURE_TEARDOWN(hotness)
 {
 	if (self->quota[0])
 		write_file(HTMM "/cpu_quota", self->quota);
+	/* A test that stopped early leaves no sample period bound behind. */
+	write_file(HTMM "/sample_period_max", "0");
 }
 
 /*
