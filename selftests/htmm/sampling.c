@@ -210,11 +210,18 @@ TEST_F_TIMEOUT(sampling, samples_land_in_the_touched_buffer, 300)
 	/*
 	 * The scanner armed the buffer, and the hint faults it took are the
 	 * samples (how many depends on how fast the kernel is: fewer on a
-	 * debug kernel); the buffer's 8192 first touches are none.
+	 * debug kernel); the buffer's 8192 first touches are none.  A fault
+	 * whose PTE kmigraterd replaced under it (a migration entry: the
+	 * page was moving) is recorded and weighed, but do_numa_page() finds
+	 * the PTE changed and returns before it counts a hint fault; a few
+	 * of those, not thousands of first touches, may come on top.
 	 */
 	EXPECT_GT(tc.inside, 0);
-	if (hints0 >= 0)
-		EXPECT_LE(tc.total, vmstat("numa_hint_faults") - hints0);
+	if (hints0 >= 0) {
+		long long hints = vmstat("numa_hint_faults") - hints0;
+
+		EXPECT_LE(tc.total, hints + hints / 100 + 16);
+	}
 	/* Nearly all of them are the buffer's, not the stack's or libc's. */
 	EXPECT_GE(tc.inside * 100, tc.total * 90);
 	EXPECT_GE(vmstat("htmm_sampled") - sampled0, tc.total);

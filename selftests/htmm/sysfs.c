@@ -410,6 +410,89 @@ TEST(reused_pid_starts_a_session_at_once)
 	ASSERT_TRUE(session_gone(again, 10));
 }
 
+/* ksamplingd's budget: the tunables it is made of, put back after. */
+FIXTURE(budget) {
+	char quota[32], share[32];
+	pid_t child;
+};
+
+FIXTURE_SETUP(budget)
+{
+	ASSERT_EQ(0, read_file(HTMM "/cpu_quota", self->quota,
+			       sizeof(self->quota)));
+	ASSERT_EQ(0, read_file(HTMM "/cpu_share", self->share,
+			       sizeof(self->share)));
+	self->child = -1;
+}
+
+FIXTURE_TEARDOWN(budget)
+{
+	if (self->child > 0)
+		reap(self->child);
+	write_file(HTMM "/cpu_quota", self->quota);
+	write_file(HTMM "/cpu_share", self->share);
+}
+
+/*
+ * Wait up to @seconds for cpu_budget to reach @limit or more (@above), or
+ * @limit or less; the last value read, -1 if unreadable.
+ */
+static long long wait_budget(bool above, long long limit, double seconds)
+{
+	double start = now_s();
+	long long b;
+
+	while ((b = get_ll(HTMM "/cpu_budget")) >= 0 &&
+	       (above ? b < limit : b > limit) && now_s() - start < seconds)
+		usleep(100000);
+	return b;
+}
+
+/*
+ * The budget is cpu_share of the managed processes' cpu time, and never
+ * less than cpu_quota: a session whose process spins raises it far above
+ * the quota, and once the process stops running it falls back to it.
+ */
+TEST_F_TIMEOUT(budget, follows_the_managed_processes_cpu, 120)
+{
+	long long busy, idle, quota = 10;
+
+	EXPECT_EQ(EINVAL, write_file(HTMM "/cpu_share", "1001"));
+	EXPECT_EQ(EINVAL, write_file(HTMM "/cpu_share", "all"));
+	ASSERT_EQ(0, write_file(HTMM "/cpu_quota", "10"));
+	ASSERT_EQ(0, write_file(HTMM "/cpu_share", "1000"));
+	/* With no session (the tests run one at a time): the quota. */
+	ASSERT_EQ(quota, get_ll(HTMM "/cpu_budget"));
+
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (!self->child) {
+		volatile unsigned long n = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			n++;
+	}
+	ASSERT_EQ(0, sys_htmm_start(self->child, -1));
+	/* A process on (most of) a cpu: its whole share, not 1%. */
+	busy = wait_budget(true, 300, 30);
+	TH_LOG("cpu_budget %lld with the process spinning", busy);
+	ASSERT_LE(300, busy);
+
+	/* Stopped, it uses no cpu: the budget falls back to the quota. */
+	ASSERT_EQ(0, kill(self->child, SIGSTOP));
+	idle = wait_budget(false, 2 * quota, 60);
+	TH_LOG("cpu_budget %lld with the process stopped", idle);
+	ASSERT_GE(2 * quota, idle);
+	ASSERT_LE(quota, idle);
+
+	/* No share: the quota alone, though the process spins again. */
+	ASSERT_EQ(0, write_file(HTMM "/cpu_share", "0"));
+	ASSERT_EQ(0, kill(self->child, SIGCONT));
+	sleep(3);
+	EXPECT_GE(2 * quota, get_ll(HTMM "/cpu_budget"));
+}
+
 /* The hotness tests sample fast: ksamplingd gets a fifth of a cpu. */
 FIXTURE(hotness) {
 	char quota[32];
