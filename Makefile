@@ -141,7 +141,7 @@ install: userspace
 	@$(MAKE) -s -C $(TOP)/userspace O=$(BUILD)/userspace \
 		UAPI_INCLUDE=$(KOBJ)/usr/include PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) install
 
-# The QEMU plugin of the emulated slow tier, loaded by qemu/boot.sh.
+# The QEMU plugin of the emulated slow tier, loaded by qemu/host/boot.sh.
 PLUGIN := $(BUILD)/plugin/slowtier.so
 .PHONY: plugin
 plugin: $(PLUGIN)
@@ -153,21 +153,21 @@ $(PLUGIN): $(TOP)/qemu/plugin/slowtier.c $(TOP)/qemu/plugin/qemu-plugin-api.h
 
 initramfs: selftests userspace
 	@$(NEED) busybox cpio gzip
-	@bash $(TOP)/qemu/mkinitramfs.sh $(INITRAMFS) $(KST_OUT) $(BUILD)/userspace
+	@bash $(TOP)/qemu/guest/mkinitramfs.sh $(INITRAMFS) $(KST_OUT) $(BUILD)/userspace
 
 test: deps-check plugin
 	@$(MAKE) -s initramfs
-	@python3 $(TOP)/qemu/run-tests.py $(BOOT_OPTS) --timeout $(TIMEOUT) \
+	@python3 $(TOP)/qemu/host/run-tests.py $(BOOT_OPTS) --timeout $(TIMEOUT) \
 		--log $(BUILD)/guest-test.log
 
 # One kselftest program, for a developer: T=program[:option:...], the
 # harness's options separated by ':' (T=tiering:-r:tiering.hot_set_is_promoted).
-# Not judged against qemu/expected-results: read its TAP.
+# Not judged against qemu/host/expected-results: read its TAP.
 T ?=
 test-one: deps-check plugin
 	@test -n "$(T)" || { echo "make test-one: say which, e.g. T=tiering:-r:tiering.hot_set_is_promoted" >&2; exit 2; }
 	@$(MAKE) -s initramfs
-	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode test --timeout $(TIMEOUT) \
+	@bash $(TOP)/qemu/host/boot.sh $(BOOT_OPTS) --mode test --timeout $(TIMEOUT) \
 		--log $(BUILD)/guest-test-one.log --tap $(BUILD)/guest-test-one.log.tap \
 		--append "htmm_only=$(T)"
 	@cat $(BUILD)/guest-test-one.log.tap
@@ -176,20 +176,20 @@ test-one: deps-check plugin
 # The suite on the debug kernel; fails also if a checker did not come up.
 test-debug: deps-check plugin
 	@$(MAKE) -s kernel-debug initramfs
-	@python3 $(TOP)/qemu/run-tests.py --kernel $(KOBJ_DEBUG)/arch/x86/boot/bzImage \
+	@python3 $(TOP)/qemu/host/run-tests.py --kernel $(KOBJ_DEBUG)/arch/x86/boot/bzImage \
 		--initrd $(INITRAMFS) --fast-mem $(FAST_MEM) --slow-mem $(SLOW_MEM) \
 		--cpus $(CPUS) --timeout $(TIMEOUT) --debug --log $(BUILD)/guest-test-debug.log
 
 demo: deps-check plugin
 	@$(MAKE) -s initramfs
-	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode demo --timeout 600 \
+	@bash $(TOP)/qemu/host/boot.sh $(BOOT_OPTS) --mode demo --timeout 600 \
 		--log $(BUILD)/guest-demo.log
 
 # Figures of the sampling pipeline: make bench-sampling BENCH_ARGS="128M 10"
 BENCH_ARGS ?= 128M 10
 bench-sampling: deps-check plugin
 	@$(MAKE) -s initramfs
-	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
+	@bash $(TOP)/qemu/host/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
 		--append "htmm_bench_args=$(subst $(space),:,$(BENCH_ARGS))" \
 		--log $(BUILD)/guest-bench.log
 
@@ -197,7 +197,7 @@ bench-sampling: deps-check plugin
 TIERING_ARGS ?= 128M 16M 30
 bench-tiering: deps-check plugin
 	@$(MAKE) -s initramfs
-	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
+	@bash $(TOP)/qemu/host/boot.sh $(BOOT_OPTS) --mode bench --timeout 900 \
 		--append "htmm_bench=tiering htmm_bench_args=$(subst $(space),:,$(TIERING_ARGS))" \
 		--log $(BUILD)/guest-bench-tiering.log
 
@@ -217,7 +217,7 @@ bench: deps-check plugin
 	@$(MAKE) -s initramfs
 	@$(NEED) gnuplot
 	@rm -f $(BENCH_STAR)
-	@bash $(TOP)/qemu/boot.sh --kernel $(BZIMAGE) --initrd $(INITRAMFS) \
+	@bash $(TOP)/qemu/host/boot.sh --kernel $(BZIMAGE) --initrd $(INITRAMFS) \
 		--fast-mem $(BENCH_FAST_MEM) --slow-mem $(BENCH_SLOW_MEM) --cpus $(CPUS) \
 		$(if $(BENCH_SLOW_TIER),--slow-tier $(BENCH_SLOW_TIER) --slow-tier-out $(BENCH_STAR)) \
 		--mode bench --timeout 7200 --tap $(BUILD)/bench-compare.raw \
@@ -232,12 +232,12 @@ bench: deps-check plugin
 	   echo "guest node 0 $(BENCH_FAST_MEM), node 1 $(BENCH_SLOW_MEM), $(CPUS) cpus"; \
 	   echo "slow tier: $(if $(BENCH_SLOW_TIER),$$(grep -m1 '^# slowtier' $(BENCH_STAR)),none)"; \
 	   echo "args $(BENCH_COMPARE)"; } > $(BENCH_OUT)/commit.txt
-	@python3 $(TOP)/qemu/bench-report.py $(BENCH_OUT)/raw.txt $(BENCH_OUT) \
+	@python3 $(TOP)/qemu/host/bench-report.py $(BENCH_OUT)/raw.txt $(BENCH_OUT) \
 		$(if $(BENCH_SLOW_TIER),$(BENCH_OUT)/slowtier.csv)
 
 shell: deps-check plugin
 	@$(MAKE) -s initramfs
-	@bash $(TOP)/qemu/boot.sh $(BOOT_OPTS) --mode shell
+	@bash $(TOP)/qemu/host/boot.sh $(BOOT_OPTS) --mode shell
 
 # The commands a new user runs (`make demo`, `make test`) install what they
 # need first; deps.sh is quick when everything is there.

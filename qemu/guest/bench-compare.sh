@@ -24,10 +24,13 @@
 #                       demote only those not) and a size quota of 200 MiB/s
 #                       per scheme
 #   htmm                htmm-launch, htmm's defaults
-#   htmm-tuned          the same with ksamplingd's cpu quota at 20% of a cpu
-#                       instead of 3%: under QEMU's emulation the kernel runs
-#                       tens of times slower than on hardware, and the peers
-#                       have no such cap (the kselftests run with this quota)
+#   htmm-tuned          the same with cpu_quota, the least budget of
+#                       ksamplingd, at 20% of a cpu instead of 3%: the
+#                       hand-raised quota of the series before the budget
+#                       grew with the managed process's cpu time
+#                       (cpu_share); kept as a reference, since for a
+#                       process that keeps one cpu busy the defaults now
+#                       give about as much (the kselftests use this quota)
 #
 # The buffer is first touched on node 1 (the slow tier); node 0 is smaller
 # than it, so placement matters.
@@ -47,7 +50,7 @@
 # runs.tsv: the plugin counts the run's memory accesses per node.
 #
 # The raw figures go to the second serial port (or stdout) as files between
-# "@@ BEGIN name" and "@@ END name" lines; qemu/bench-report.py turns them
+# "@@ BEGIN name" and "@@ END name" lines; qemu/host/bench-report.py turns them
 # into bench-results/.
 #
 #   bench-compare.sh [SIZE] [HOTSIZE] [SECONDS] [WORKLOADS] [SYSTEMS]
@@ -406,7 +409,7 @@ for wl in $workloads; do
 				n=$((n + 1))
 				[ -f /tmp/session.txt ] && [ $((n % 4)) -eq 0 ] &&
 					echo "t=$(( ($(uptime_cs) - wt0) / 100 )) $(grep -E '^(promoted|demoted|pages_hot|pages_warm|hot_threshold|dropped|requeued|fault|unarmed|histogram):' \
-						/tmp/session.txt | tr '\n' ' ') $(cd $HTMM && grep -s . sample_period ksamplingd_cpu kmigraterd_cpu | tr '\n' ' ')" >> /tmp/session.trace
+						/tmp/session.txt | tr '\n' ' ') $(cd $HTMM && grep -s . sample_period cpu_budget ksamplingd_cpu kmigraterd_cpu | tr '\n' ' ')" >> /tmp/session.trace
 				sleep 1
 			done &
 			watcher=$!

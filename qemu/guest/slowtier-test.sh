@@ -8,7 +8,7 @@
 # timed in the guest and counted by the plugin as one of its windows (the
 # run's id).  This script prints TAP, one result per run (did it run), and
 # the run's figures as a line "# chase id=ID name=NAME node=... loads=...
-# ns_per_load=... on_node_pct=..."; the host (qemu/run-tests.py) puts them
+# ns_per_load=... on_node_pct=..."; the host (qemu/host/run-tests.py) puts them
 # beside the plugin's counts of the same window and judges them:
 #
 #   node0        64 MiB on node 0, every load a miss of the cache model

@@ -4,7 +4,7 @@
 
     bench-report.py RAW OUTDIR [SLOWTIER]
 
-RAW is what qemu/bench-compare.sh wrote in the guest: files between
+RAW is what qemu/guest/bench-compare.sh wrote in the guest: files between
 "@@ BEGIN name" and "@@ END name" lines (runs.tsv, and series/W-S.csv for
 each workload W and system S), ending with "@@ DONE".  SLOWTIER is the
 output file of the emulated slow tier (qemu/plugin/slowtier.c), whose

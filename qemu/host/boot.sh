@@ -13,10 +13,10 @@
 # test:  the kernel console goes to --log, and the guest writes its test
 #        output (TAP) to a second serial port, saved in --tap.
 # slowtier-test: the same with the emulated slow tier's own test
-#        (qemu/slowtier-test.sh) in place of the kselftests.
+#        (qemu/guest/slowtier-test.sh) in place of the kselftests.
 # demo:  the guest runs the demonstration and prints it here; the whole
 #        console is also kept in --log.
-# bench: the same with a benchmark (qemu/bench-*.sh); with --tap, its
+# bench: the same with a benchmark (qemu/guest/bench-*.sh); with --tap, its
 #        results are written to the second serial port, saved there.
 # shell: an interactive shell on the serial console (Ctrl-A X quits QEMU).
 #
@@ -89,7 +89,7 @@ slow_mb=$(to_mb "$slow")
 case "$cpus" in ''|*[!0-9]*|0) die "bad --cpus '$cpus'" ;; esac
 case "$mode" in test|demo|bench|shell|slowtier-test) ;; *) die "bad --mode '$mode'" ;; esac
 if [ -n "$slow_tier" ]; then
-	top=$(cd "$(dirname "$0")/.." && pwd)
+	top=$(cd "$(dirname "$0")/../.." && pwd)
 	plugin=${SLOWTIER_PLUGIN:-$top/build/plugin/slowtier.so}
 	[ -f "$plugin" ] || die "no plugin '$plugin': run 'make plugin'"
 	case "$slow_tier" in

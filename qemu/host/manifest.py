@@ -3,7 +3,7 @@
 
 A runner that only counts what arrived cannot see what never ran: a test
 binary dropped from the build, a KUnit suite dropped from the config, a
-skip that a regression caused.  qemu/expected-results lists every unit of
+skip that a regression caused.  qemu/host/expected-results lists every unit of
 the suite (a kselftest binary or script, a KUnit suite, a host test
 script, the slow-tier test), how many results it reports, and which of
 them may be skipped on which kernel:
@@ -105,7 +105,7 @@ def check(units, results, kernel, kinds=None):
         u = unit_of(units, kind, r.name)
         if u is None:
             out.append(tp.Result(f"{kind} {r.name}", tp.FAIL,
-                                 "not in qemu/expected-results: list it there"))
+                                 "not in qemu/host/expected-results: list it there"))
             continue
         count[u.name] += 1
         if (kind, r.name) in seen:
@@ -117,12 +117,12 @@ def check(units, results, kernel, kinds=None):
             allowed = u.skips.get(kernel, [])
             if not any(fnmatch.fnmatchcase(case, p) for p in allowed):
                 out.append(tp.Result(f"{kind} {r.name}", tp.FAIL,
-                                     f"skipped, which qemu/expected-results does not "
+                                     f"skipped, which qemu/host/expected-results does not "
                                      f"allow on the {kernel} kernel ({r.note or 'no reason given'})"))
     for name, u in units.items():
         if u.kind not in kinds or count[name] == u.count:
             continue
         what = "no result at all" if not count[name] else f"{count[name]} results"
         out.append(tp.Result(f"{u.kind} {name}", tp.FAIL,
-                             f"{what}, {u.count} expected (qemu/expected-results)"))
+                             f"{what}, {u.count} expected (qemu/host/expected-results)"))
     return out

@@ -5,7 +5,7 @@
     run-tests.py --kernel BZIMAGE --initrd CPIO --log FILE [--timeout S]
                  [--fast-mem 1G --slow-mem 1G --cpus 2] [--no-slowtier]
 
-Boots the guest in test mode (qemu/boot.sh), reads the KUnit KTAP from the
+Boots the guest in test mode (qemu/host/boot.sh), reads the KUnit KTAP from the
 kernel console and the kselftest TAP from the second serial port, prints one
 line per test and ends with "N passed, N failed, N skipped".  Exits non-zero
 on any failed or missing result, a guest that did not finish, and any kernel
@@ -51,11 +51,11 @@ class Tally:
         return f"{c[tp.PASS]} passed, {c[tp.FAIL]} failed, {c[tp.SKIP]} skipped"
 
 
-HOST_TESTS = os.path.join(HERE, "host-tests")
+HOST_TESTS = os.path.join(HERE, "tests")
 
 
 def host_tests(tally, userspace):
-    """The runner's own log reading, then the scripts in qemu/host-tests/.
+    """The runner's own log reading, then the scripts in qemu/host/tests/.
 
     Each executable there runs on the host with HTMM_USERSPACE set to the
     directory of the built tools and prints TAP (a plan, then one line per
@@ -113,7 +113,7 @@ def _as_subtests(out):
 
 
 def boot_cmd(args, mode, timeout, log, tap):
-    """The qemu/boot.sh command of a test boot: the guest of @args."""
+    """The qemu/host/boot.sh command of a test boot: the guest of @args."""
     return ["bash", os.path.join(HERE, "boot.sh"), "--mode", mode,
             "--kernel", args.kernel, "--initrd", args.initrd,
             "--fast-mem", args.fast_mem, "--slow-mem", args.slow_mem,
@@ -209,7 +209,7 @@ def debug_checks(console, tap, tally):
                                  f"{leaks} suspected leaks, first: {first.strip()}" if leaks else ""))
 
 
-# The emulated slow tier's test (qemu/slowtier-test.sh in the guest): what
+# The emulated slow tier's test (qemu/guest/slowtier-test.sh in the guest): what
 # the guest and the plugin must agree on.
 SLOWTIER_LOADS_COUNTED = 0.95   # of a chase's loads, counted as misses of its node
 SLOWTIER_OTHER_NODE = 0.05      # of its loads, at most, counted on the other node
@@ -231,7 +231,7 @@ def _key_values(text):
 def slowtier_tests(args, tally):
     """Boot with the slowtier plugin at its default latency, judge its counts.
 
-    The guest (qemu/slowtier-test.sh) chases pointers over 64 MiB on node 0,
+    The guest (qemu/guest/slowtier-test.sh) chases pointers over 64 MiB on node 0,
     on node 1, on node 1 with the added latency off (three rounds of these),
     and over 64 KiB on node 1, each run a window of the plugin; it prints
     each run's time per load.  The plugin writes each window's counts to its
@@ -269,7 +269,7 @@ def slowtier_tests(args, tally):
         tally.add("slowtier", r)
     if not results:
         add("the guest ran its chases", False,
-            "no result from qemu/slowtier-test.sh" if begin >= 0 else
+            "no result from qemu/guest/slowtier-test.sh" if begin >= 0 else
             "no HTMM-GUEST-BEGIN: the guest never reached its init")
     if rc == 124:
         add("exited in time", False, f"timed out after {timeout} s")
@@ -411,7 +411,7 @@ def main():
     ap.add_argument("--append", default="")
     ap.add_argument("--debug", action="store_true",
                     help="a debug kernel: require KASAN, lockdep and kmemleak, and a clean scan")
-    ap.add_argument("--userspace", default=os.path.join(HERE, "..", "build", "userspace"),
+    ap.add_argument("--userspace", default=os.path.join(HERE, "..", "..", "build", "userspace"),
                     help="the directory of the built tools, for the host tests")
     ap.add_argument("--host-only", action="store_true",
                     help="run only the host-side tests")

@@ -18,7 +18,7 @@
  *                         addresses as qemu_plugin_hwaddr_phys_addr()
  *                         reports them; @GPA is the guest-physical address
  *                         of START when that differs (QEMU before 8.2, see
- *                         qemu/boot.sh), used only to name hot pages
+ *                         qemu/host/boot.sh), used only to name hot pages
  *   llc=SIZE              the cache model's size, K/M/G suffixes (8M)
  *   ways=N                its associativity (16); lines are 64 bytes
  *   latency=NS            added per miss to node 1 (DEFAULT_LATENCY_NS)
@@ -67,7 +67,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
  * node 1 needs 2.125 times node 0's time per miss added.  Under TCG a miss
  * costs what QEMU's soft TLB and the host's memory cost.  Measured in the
  * guest with slowtier-ctl chase (64 MiB, 2M loads, every one a miss of the
- * cache model; qemu/slowtier-test.sh, the fastest of 3 rounds) on the
+ * cache model; qemu/guest/slowtier-test.sh, the fastest of 3 rounds) on the
  * project's build machine (2 cores, QEMU 7.2 TCG): a load on node 0 took
  * 187 to 197 ns with this plugin loaded at latency 0 when the host was
  * quietest (160 to 172 ns without the plugin), so 2.125 * 190 = 404

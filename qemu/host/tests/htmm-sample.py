@@ -26,7 +26,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-USERSPACE = os.environ.get("HTMM_USERSPACE", os.path.join(HERE, "..", "..", "build", "userspace"))
+USERSPACE = os.environ.get("HTMM_USERSPACE", os.path.join(HERE, "..", "..", "..", "build", "userspace"))
 SAMPLER = os.path.join(USERSPACE, "htmm-sample")
 TOUCHER = os.path.join(USERSPACE, "tests", "toucher")
 

@@ -24,7 +24,7 @@ unset MANPATH MANOPT MANROFFOPT
 unset MAKEFLAGS MFLAGS MAKELEVEL BINDIR LIBDIR INCLUDEDIR MANDIR INSTALL
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-TOP=$(cd "$HERE/../.." && pwd)
+TOP=$(cd "$HERE/../../.." && pwd)
 SRC=$TOP/userspace
 MANSRC=$SRC/man
 TOOLS=${HTMM_USERSPACE:-$TOP/build/userspace}

@@ -6,7 +6,7 @@
 # directory of the built tools (default: build/userspace of this tree).
 
 here=$(cd "$(dirname "$0")" && pwd)
-userspace=${HTMM_USERSPACE:-$here/../../build/userspace}
+userspace=${HTMM_USERSPACE:-$here/../../../build/userspace}
 test=$userspace/tests/perf_rb_test
 
 if [ ! -x "$test" ]; then
