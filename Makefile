@@ -20,6 +20,8 @@ FAST_MEM  ?= 1G
 SLOW_MEM  ?= 1G
 CPUS      ?= 2
 TIMEOUT   ?= 1800
+# The debug guest: its placement tests wait up to four times longer.
+TIMEOUT_DEBUG ?= 3600
 # The emulated slow tier (qemu/plugin/slowtier.c): SLOW_TIER=NS adds NS per
 # miss to node 1, SLOW_TIER=default the plugin's calibrated latency, 0 counts
 # only; empty, no plugin.  make shell SLOW_TIER=default
@@ -48,6 +50,7 @@ help:
 	@echo "  make test-one T=tiering:-r:tiering.hot_set_is_promoted"
 	@echo "                   one kselftest program in the guest, with harness"
 	@echo "                   options after ':' (KUnit runs at boot too)"
+	@echo "                   DEBUG=1: on the debug kernel"
 	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
 	@echo "  make bench       htmm against NUMA-balancing tiering and DAMON, node 1 made"
 	@echo "                   really slower by the emulated slow tier (bench-results/)"
@@ -163,13 +166,16 @@ test: deps-check plugin
 # One kselftest program, for a developer: T=program[:option:...], the
 # harness's options separated by ':' (T=tiering:-r:tiering.hot_set_is_promoted).
 # Not judged against qemu/host/expected-results: read its TAP.
+# DEBUG=1 runs it on the debug kernel, as make test-debug does.
 T ?=
+DEBUG ?=
 test-one: deps-check plugin
 	@test -n "$(T)" || { echo "make test-one: say which, e.g. T=tiering:-r:tiering.hot_set_is_promoted" >&2; exit 2; }
-	@$(MAKE) -s initramfs
+	@$(MAKE) -s initramfs $(if $(DEBUG),kernel-debug)
 	@bash $(TOP)/qemu/host/boot.sh $(BOOT_OPTS) --mode test --timeout $(TIMEOUT) \
+		$(if $(DEBUG),--kernel $(KOBJ_DEBUG)/arch/x86/boot/bzImage) \
 		--log $(BUILD)/guest-test-one.log --tap $(BUILD)/guest-test-one.log.tap \
-		--append "htmm_only=$(T)"
+		--append "htmm_only=$(T)$(if $(DEBUG), htmm_debug=1)"
 	@cat $(BUILD)/guest-test-one.log.tap
 	@grep -q "^HTMM-GUEST-END rc=0" $(BUILD)/guest-test-one.log.tap
 
@@ -178,7 +184,7 @@ test-debug: deps-check plugin
 	@$(MAKE) -s kernel-debug initramfs
 	@python3 $(TOP)/qemu/host/run-tests.py --kernel $(KOBJ_DEBUG)/arch/x86/boot/bzImage \
 		--initrd $(INITRAMFS) --fast-mem $(FAST_MEM) --slow-mem $(SLOW_MEM) \
-		--cpus $(CPUS) --timeout $(TIMEOUT) --debug --log $(BUILD)/guest-test-debug.log
+		--cpus $(CPUS) --timeout $(TIMEOUT_DEBUG) --debug --log $(BUILD)/guest-test-debug.log
 
 demo: deps-check plugin
 	@$(MAKE) -s initramfs
