@@ -1306,8 +1306,13 @@ TEST_F_TIMEOUT(tiering, fast_node_full_promotes_within_watermark, TIERING_TIMEOU
 	ASSERT_LE(0, demoted);
 	ASSERT_LT(0, promoted);
 	EXPECT_LE(demoted * 4, promoted);
-	/* Responsive: a debug (KASAN) kernel is several times slower. */
-	EXPECT_LT(slowest, getenv("HTMM_DEBUG_KERNEL") ? 15.0 : 5.0);
+	/*
+	 * Responsive: no pass over the buffer stalls.  On the debug kernel
+	 * a hint fault alone takes about half a millisecond, so a pass over
+	 * 16384 armed pages takes 8 s before any load on the host: there
+	 * the bound only catches a stall.
+	 */
+	EXPECT_LT(slowest, getenv("HTMM_DEBUG_KERNEL") ? 60.0 : 5.0);
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
