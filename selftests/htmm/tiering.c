@@ -312,6 +312,10 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, TIERING_TIMEOUT)
 	const size_t len = 128 * MB, hot_len = 16 * MB;
 	const size_t hot_pages = hot_len / PAGE, cold_pages = (len - hot_len) / PAGE;
 	long long promoted = vmstat("htmm_promoted"), moved;
+	/* Every mechanism that moves pages, to account for the gap below. */
+	long long migrated = vmstat("pgmigrate_success");
+	long long numa = vmstat("numa_pages_migrated");
+	long long demoted = vmstat("htmm_demoted");
 	double start, t90 = -1, last_cold = 0;
 	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
 	char *hot;
@@ -344,9 +348,12 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, TIERING_TIMEOUT)
 	cold_fast = pages_on(buf, len, FAST, NULL) - on;
 	moved = vmstat("htmm_promoted") - promoted;
 	log_session(_metadata);
-	TH_LOG("hot set: %ld of %zu pages on node 0 after %.1f s; cold part: %ld of %zu (%.1f%%) on node 0; htmm_promoted +%lld",
+	TH_LOG("hot set: %ld of %zu pages on node 0 after %.1f s; cold part: %ld of %zu (%.1f%%) on node 0; htmm_promoted +%lld, htmm_demoted +%lld, numa_pages_migrated +%lld, pgmigrate_success +%lld",
 	       on, hot_pages, t90, cold_fast, cold_pages,
-	       100.0 * cold_fast / cold_pages, moved);
+	       100.0 * cold_fast / cold_pages, moved,
+	       vmstat("htmm_demoted") - demoted,
+	       vmstat("numa_pages_migrated") - numa,
+	       vmstat("pgmigrate_success") - migrated);
 	ASSERT_LE(0, t90) TH_LOG("90%% of the hot set never reached node 0");
 	/*
 	 * htmm moved them.  On the debug kernel only that it moved some: in
