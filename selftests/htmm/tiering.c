@@ -227,6 +227,7 @@ static void *buffer_on(size_t len, int node, int advice)
 struct saved {
 	char budget[32];
 	char quota[32];
+	char share[32];
 	char threshold[32];
 	bool fixed;
 };
@@ -278,6 +279,8 @@ FIXTURE_TEARDOWN(tiering)
 		write_file(HTMM_SYSFS "/fast_budget_mb", self->saved.budget);
 	if (self->saved.quota[0])
 		write_file(HTMM_SYSFS "/cpu_quota", self->saved.quota);
+	if (self->saved.share[0])
+		write_file(HTMM_SYSFS "/cpu_share", self->saved.share);
 	if (self->saved.threshold[0])
 		write_file(HTMM_SYSFS "/hot_threshold", self->saved.threshold);
 	if (self->saved.fixed)
@@ -372,6 +375,69 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, TIERING_TIMEOUT)
 }
 
 static long node_free_kb(int node);
+
+/*
+ * Each session pays for its own sampling.  A process whose hint faults
+ * cost ksamplingd more than its budget (the quota of 0.5% of a cpu, no
+ * share of its cpu time) samples more sparsely, while a process beside it
+ * that sleeps keeps its densest period and its own budget.  When one
+ * period served every session, the sleeping one was thinned out as far as
+ * the busy one.
+ */
+TEST_F_TIMEOUT(tiering, sessions_are_paced_each_on_its_own, TIERING_TIMEOUT)
+{
+	const size_t len = 64 * MB;
+	long long busy = -1, quiet_period = -1, quiet_budget = -1, total = -1;
+	double start;
+	pid_t quiet;
+	char *buf;
+	int status;
+
+	ASSERT_EQ(0, read_file(HTMM_SYSFS "/cpu_share", self->saved.share,
+			       sizeof(self->saved.share)));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/cpu_quota", "5"));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/cpu_share", "0"));
+	/* Before the buffer, so that the two share no page. */
+	quiet = fork();
+	ASSERT_LE(0, quiet);
+	if (!quiet) {
+		char *small = buffer_on(MB, SLOW, MADV_NOHUGEPAGE);
+
+		if (!small)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, sys_htmm_start(quiet, FAST));
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < patience(60)) {
+		char cb[32];
+
+		read_pages(buf, len);
+		busy = session_stat(getpid(), "sample_period");
+		quiet_period = session_stat(quiet, "sample_period");
+		quiet_budget = session_stat(quiet, "cpu_budget");
+		total = read_file(HTMM_SYSFS "/cpu_budget", cb, sizeof(cb)) ?
+			-1 : atoll(cb);
+		if (busy >= 4)
+			break;
+	}
+	TH_LOG("after %.1f s: busy process period %lld (ksamplingd %lld/1000 of a cpu on it, budget %lld), sleeping one period %lld (%lld/1000, budget %lld); cpu_budget %lld",
+	       now_s() - start, busy, session_stat(getpid(), "sampling_cpu"),
+	       session_stat(getpid(), "cpu_budget"), quiet_period,
+	       session_stat(quiet, "sampling_cpu"), quiet_budget, total);
+	kill(quiet, SIGKILL);
+	waitpid(quiet, &status, 0);
+	ASSERT_EQ(0, sys_htmm_end(0));
+	ASSERT_LE(4, busy) TH_LOG("the busy process's period never rose");
+	ASSERT_EQ(1, quiet_period);
+	ASSERT_EQ(5, quiet_budget);
+	/* The sum of the two sessions' budgets: the quota each. */
+	ASSERT_EQ(10, total);
+}
 
 /*
  * A 64 MiB buffer on the slow node, with node 0 roomy: 8 MiB are read over
