@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -272,6 +273,24 @@ static inline int sessions_left(double timeout_s)
 			return n;
 		usleep(50000);
 	}
+}
+
+/*
+ * Whether the directory of @pid's session, sessions/<pid>, is there now.
+ * htmm_end() removes it before it returns (htmm_end(2)).
+ */
+static inline int session_dir_exists(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d", (int)pid);
+	return !access(path, F_OK);
+}
+
+/* Whether the guest runs the debug kernel (KASAN, lockdep, ...). */
+static inline int debug_kernel(void)
+{
+	return getenv("HTMM_DEBUG_KERNEL") != NULL;
 }
 
 #endif /* HTMM_TEST_H */

@@ -198,6 +198,8 @@ TEST_F_TIMEOUT(sampling, samples_land_in_the_touched_buffer, 300)
 	ASSERT_GE(sampled0, 0) TH_LOG("no htmm_sampled in /proc/vmstat");
 	ASSERT_EQ(0, spawn_toucher(&c, 32 * MB, 3.0));
 	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
+	/* Its directory is there, so that its going below means something. */
+	EXPECT_TRUE(session_dir_exists(c.pid));
 	t0 = now_s();
 	ASSERT_EQ(1, write(c.go, "g", 1));
 	ASSERT_EQ(0, wait_child(&c));
@@ -532,15 +534,35 @@ TEST_F_TIMEOUT(sampling, threads_created_while_it_starts_are_sampled, 600)
 	EXPECT_EQ(0, missed) TH_LOG("%d of 10 threads were not sampled", missed);
 }
 
+/*
+ * The session of a process that exits ends with it: its directory goes.
+ * htmm_end(-1)'s ENOENT alone would not tell: htmm_end_all() passes over
+ * sessions whose process is gone, so a session leaked by a kernel that did
+ * not tear it down at exit would give ENOENT too.  Such a kernel fails the
+ * wait for sessions/<pid> to go.
+ */
 TEST_F_TIMEOUT(sampling, session_ends_when_its_process_exits, 300)
 {
 	struct child c;
+	double t0;
+	int gone;
 
 	ASSERT_EQ(0, spawn_toucher(&c, 1 * MB, 0.1));
 	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
 	ASSERT_EQ(EBUSY, sys_htmm_start(c.pid, -1));
+	/* There while the process lives: named by its pid. */
+	ASSERT_TRUE(session_dir_exists(c.pid));
 	ASSERT_EQ(1, write(c.go, "g", 1));
 	ASSERT_EQ(0, wait_child(&c));
+	/*
+	 * The reaped process's mm is gone, and its session with it; a
+	 * generous bound for a loaded debug kernel.
+	 */
+	t0 = now_s();
+	gone = session_gone(c.pid, 30);
+	TH_LOG("sessions/%d %s %.2f s after the reap", c.pid,
+	       gone ? "gone" : "still there", now_s() - t0);
+	EXPECT_TRUE(gone);
 	/* No session is left that this (root) caller could end. */
 	EXPECT_EQ(ENOENT, sys_htmm_end(-1));
 }

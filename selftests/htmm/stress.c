@@ -89,6 +89,13 @@ TEST_F_TIMEOUT(fuzz, returns_only_documented_errnos, 300)
 	TH_LOG("%d calls, %u sessions started, %u undocumented errnos",
 	       FUZZ_CALLS, started, bad);
 	EXPECT_EQ(0U, bad);
+	/*
+	 * The calls reached the sessions' code, not only the checks of
+	 * their arguments: pids 0, 1 and the live sleeper with nodes -1
+	 * and 0 start sessions.  A kernel that refused every start with a
+	 * documented errno (ENODEV, EPERM, ...) fails here.
+	 */
+	EXPECT_GT(started, 0U);
 	EXPECT_EQ(0, sessions_left(30));
 }
 
@@ -96,7 +103,7 @@ TEST_F_TIMEOUT(fuzz, returns_only_documented_errnos, 300)
 struct storm {
 	_Atomic pid_t target[4];	/* sleepers, and the latest churn child */
 	atomic_bool stop;
-	atomic_uint calls, bad;
+	atomic_uint calls, bad, started;
 };
 
 static void *storm_thread(void *arg)
@@ -112,6 +119,8 @@ static void *storm_thread(void *arg)
 			err = sys_htmm_start(pid, -1);
 			if (!start_errno_ok(err))
 				atomic_fetch_add(&st->bad, 1);
+			if (!err)
+				atomic_fetch_add(&st->started, 1);
 		} else {
 			err = sys_htmm_end(rand_r(&seed) % 8 ? pid : -1);
 			if (!end_errno_ok(err))
@@ -155,11 +164,19 @@ FIXTURE(storm) {};
 FIXTURE_SETUP(storm) {}
 FIXTURE_TEARDOWN(storm) {}
 
+/*
+ * At least 5 s of storm, and on until more than 100 calls were made and a
+ * session started, which a loaded debug kernel may take longer to reach
+ * (310 calls in 5 s seen): at most STORM_MAX_S.
+ */
+#define STORM_MAX_S 120
+
 TEST_F_TIMEOUT(storm, start_end_storm_on_churning_processes, 300)
 {
 	pthread_t threads[4], churn;
 	struct storm st = {};
 	pid_t sleepers[3];
+	double t0, storm_s;
 	int i;
 
 	for (i = 0; i < 3; i++) {
@@ -171,7 +188,13 @@ TEST_F_TIMEOUT(storm, start_end_storm_on_churning_processes, 300)
 	ASSERT_EQ(0, pthread_create(&churn, NULL, churn_thread, &st));
 	for (i = 0; i < 4; i++)
 		ASSERT_EQ(0, pthread_create(&threads[i], NULL, storm_thread, &st));
-	sleep(5);
+	t0 = now_s();
+	do {
+		usleep(100 * 1000);
+		storm_s = now_s() - t0;
+	} while (storm_s < 5 ||
+		 ((atomic_load(&st.calls) <= 100 || !atomic_load(&st.started)) &&
+		  storm_s < STORM_MAX_S));
 	atomic_store(&st.stop, true);
 	for (i = 0; i < 4; i++)
 		pthread_join(threads[i], NULL);
@@ -180,10 +203,18 @@ TEST_F_TIMEOUT(storm, start_end_storm_on_churning_processes, 300)
 	sys_htmm_end(-1);
 	for (i = 0; i < 3; i++)
 		reap(sleepers[i]);
-	TH_LOG("%u calls in 5 s, %u undocumented errnos",
-	       atomic_load(&st.calls), atomic_load(&st.bad));
+	TH_LOG("%u calls in %.1f s, %u sessions started, %u undocumented errnos",
+	       atomic_load(&st.calls), storm_s, atomic_load(&st.started),
+	       atomic_load(&st.bad));
 	EXPECT_GT(atomic_load(&st.calls), 100U);
 	EXPECT_EQ(0U, atomic_load(&st.bad));
+	/*
+	 * The storm hit live sessions, not only refusals: the three
+	 * sleepers live throughout and any start on them that finds no
+	 * session succeeds.  A kernel whose every start failed, with a
+	 * documented errno or not, fails here.
+	 */
+	EXPECT_GT(atomic_load(&st.started), 0U);
 	EXPECT_EQ(0, sessions_left(30));
 }
 
@@ -199,12 +230,17 @@ static int fail_set(const char *type, const char *attr, const char *val)
  * Fail the n-th allocation of htmm_start(), slab or page, for n = 1, 2, ...
  * until a call goes through without one (/proc/thread-self/fail-nth): every
  * allocation the call makes fails once.  Each failed call must fail cleanly,
- * with a documented errno, and leave no session behind; kmemleak, on the
- * debug kernel, checks that nothing leaked.
+ * with ENOMEM, the errno htmm_start(2) documents for an allocation that
+ * failed ("could not allocate the session, its promotion queue, its events
+ * or their ring buffers"), and leave no session behind; kmemleak, on the
+ * debug kernel, checks that nothing leaked.  A kernel that passed an
+ * allocation failure on as another errno (ENODEV from a perf error it
+ * misread, EBUSY, EINVAL, ...) fails.
  */
 TEST_F_TIMEOUT(storm, faults_during_start_leave_nothing_behind, 300)
 {
 	unsigned int injected = 0, bad = 0, partial = 0, n;
+	int first_bad = 0;
 	char buf[16];
 	pid_t child;
 	int fd;
@@ -244,9 +280,11 @@ TEST_F_TIMEOUT(storm, faults_during_start_leave_nothing_behind, 300)
 			continue;
 		}
 		injected++;
-		if (!start_errno_ok(err) || err == EBUSY) {
-			bad++;
-			TH_LOG("allocation %u: htmm_start: %s", n, strerror(err));
+		if (err != ENOMEM) {
+			if (!bad++)
+				first_bad = err;
+			TH_LOG("allocation %u: htmm_start: %s, not ENOMEM", n,
+			       strerror(err));
 		}
 		/* No half-made session: there is nothing to end. */
 		if (sys_htmm_end(child) != ENOENT)
@@ -254,8 +292,8 @@ TEST_F_TIMEOUT(storm, faults_during_start_leave_nothing_behind, 300)
 	}
 	close(fd);
 	reap(child);
-	TH_LOG("htmm_start makes %u failable allocations; %u failed it, %u with an undocumented errno, %u left a session",
-	       n - 1, injected, bad, partial);
+	TH_LOG("htmm_start makes %u failable allocations; %u failed it, %u with another errno than ENOMEM (the first: %s), %u left a session",
+	       n - 1, injected, bad, bad ? strerror(first_bad) : "none", partial);
 	EXPECT_GT(injected, 0U);
 	EXPECT_LT(n, 500U);
 	EXPECT_EQ(0U, bad);

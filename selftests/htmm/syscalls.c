@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -291,9 +292,12 @@ TEST(start_and_end_a_child)
 	}
 	/* A session's events belong to the kernel, not to the caller. */
 	EXPECT_EQ(fds, count_fds());
+	EXPECT_TRUE(session_dir_exists(pid));
 	EXPECT_EQ(EBUSY, sys_htmm_start(pid, -1));
 	EXPECT_EQ(EBUSY, sys_htmm_start(pid, 0));
 	EXPECT_EQ(0, sys_htmm_end(pid));
+	/* Its directory goes before htmm_end() returns (htmm_end(2)). */
+	EXPECT_FALSE(session_dir_exists(pid));
 	EXPECT_EQ(ENOENT, sys_htmm_end(pid));
 	EXPECT_EQ(0, finish_sleeper(pid, wfd));
 }
@@ -309,11 +313,13 @@ TEST(end_after_the_process_is_gone_is_esrch)
 		finish_sleeper(pid, wfd);
 		return;
 	}
+	/* There, so that its going below means something. */
+	ASSERT_TRUE(session_dir_exists(pid));
 	status = kill_child(pid);
 	close(wfd);
 	ASSERT_TRUE(WIFSIGNALED(status));
 	/* ESRCH holds for a leaked session too: its directory must go. */
-	EXPECT_TRUE(session_gone(pid, 20));
+	EXPECT_TRUE(session_gone(pid, 30));
 	EXPECT_EQ(ESRCH, sys_htmm_end(pid));
 }
 
@@ -332,8 +338,14 @@ TEST(two_concurrent_sessions)
 		return;
 	}
 	EXPECT_EQ(0, sys_htmm_start(pid[1], -1));
+	EXPECT_TRUE(session_dir_exists(pid[0]));
+	EXPECT_TRUE(session_dir_exists(pid[1]));
 	EXPECT_EQ(0, sys_htmm_end(pid[0]));
+	/* The one ended, and only it. */
+	EXPECT_FALSE(session_dir_exists(pid[0]));
+	EXPECT_TRUE(session_dir_exists(pid[1]));
 	EXPECT_EQ(0, sys_htmm_end(pid[1]));
+	EXPECT_FALSE(session_dir_exists(pid[1]));
 	EXPECT_EQ(0, finish_sleeper(pid[0], wfd[0]));
 	EXPECT_EQ(0, finish_sleeper(pid[1], wfd[1]));
 }
@@ -342,8 +354,10 @@ TEST(start_and_end_self)
 {
 	if (!start_or_skip(_metadata, 0, -1))
 		return;
+	EXPECT_TRUE(session_dir_exists(getpid()));
 	EXPECT_EQ(EBUSY, sys_htmm_start(getpid(), -1));
 	EXPECT_EQ(0, sys_htmm_end(0));
+	EXPECT_FALSE(session_dir_exists(getpid()));
 	EXPECT_EQ(ENOENT, sys_htmm_end(0));
 }
 
@@ -430,7 +444,9 @@ TEST(session_follows_execve)
 	ASSERT_EQ(0, execer_exec(&x));
 	ASSERT_EQ(0, waitpid(x.pid, &status, WNOHANG)) TH_LOG("sleep is not running");
 
+	EXPECT_TRUE(session_dir_exists(x.pid));
 	EXPECT_EQ(0, sys_htmm_end(x.pid));
+	EXPECT_FALSE(session_dir_exists(x.pid));
 	EXPECT_EQ(ENOENT, sys_htmm_end(x.pid));
 	status = kill_child(x.pid);
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -512,6 +528,392 @@ TEST(process_whose_leader_exited_alone)
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 }
 
+/*
+ * A process that forks on demand.  On its command pipe, 'f' forks a child
+ * that sleeps (its pid comes back), 'k' kills and reaps that child (its
+ * wait status comes back); at end of file it exits.
+ */
+struct forker {
+	pid_t pid;
+	int cmd;	/* write end: the commands */
+	int ans;	/* read end: an int for each */
+};
+
+static int forker_spawn(struct forker *f)
+{
+	int cmd[2], ans[2];
+
+	if (pipe2(cmd, O_CLOEXEC) || pipe2(ans, O_CLOEXEC))
+		return -1;
+	f->pid = fork();
+	if (f->pid < 0)
+		return -1;
+	if (!f->pid) {
+		pid_t child = -1;
+		char c;
+
+		close(cmd[1]);
+		close(ans[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		while (read(cmd[0], &c, 1) == 1) {
+			int answer = -1;
+
+			if (c == 'f') {
+				child = fork();
+				if (!child) {
+					prctl(PR_SET_PDEATHSIG, SIGKILL);
+					for (;;)
+						pause();
+				}
+				answer = child;
+			} else if (c == 'k' && child > 0) {
+				kill(child, SIGKILL);
+				if (waitpid(child, &answer, 0) != child)
+					answer = -1;
+			}
+			if (write(ans[1], &answer, sizeof(answer)) != sizeof(answer))
+				_exit(2);
+		}
+		_exit(0);
+	}
+	close(cmd[0]);
+	close(ans[1]);
+	f->cmd = cmd[1];
+	f->ans = ans[0];
+	return 0;
+}
+
+/* Send @c to the forker; 0 and its answer in *@answer, or -1. */
+static int forker_ask(struct forker *f, char c, int *answer)
+{
+	if (write(f->cmd, &c, 1) != 1)
+		return -1;
+	if (read(f->ans, answer, sizeof(*answer)) != sizeof(*answer))
+		return -1;
+	return 0;
+}
+
+/* Let the forker exit; its wait status, or -1. */
+static int forker_finish(struct forker *f)
+{
+	int status;
+
+	close(f->cmd);
+	close(f->ans);
+	if (waitpid(f->pid, &status, 0) != f->pid)
+		return -1;
+	return status;
+}
+
+/*
+ * A child that a managed process forks has an address space of its own
+ * and is not managed (htmm_start(2)): it has no sessions/<pid>, htmm_end()
+ * on it is ENOENT, and it may have a session of its own.  The parent's
+ * session goes on, while the child lives and after it exited.  A kernel
+ * whose fork() handed the session (mm->htmm) on to the child's mm fails:
+ * the child's htmm_end() would succeed, or its start be EBUSY, and its
+ * exit would end the parent's session.
+ */
+TEST(forked_child_is_not_managed)
+{
+	struct forker f;
+	int child, status;
+
+	ASSERT_EQ(0, forker_spawn(&f));
+	if (!start_or_skip(_metadata, f.pid, -1)) {
+		forker_finish(&f);
+		return;
+	}
+	ASSERT_TRUE(session_dir_exists(f.pid));
+	ASSERT_EQ(0, forker_ask(&f, 'f', &child));
+	ASSERT_LT(0, child);
+
+	EXPECT_FALSE(session_dir_exists(child));
+	EXPECT_EQ(ENOENT, sys_htmm_end(child));
+	EXPECT_TRUE(session_dir_exists(f.pid))
+		TH_LOG("htmm_end(child) ended the parent's session");
+	/* A process of its own: a session of its own, then none. */
+	EXPECT_EQ(0, sys_htmm_start(child, -1));
+	EXPECT_TRUE(session_dir_exists(child));
+	EXPECT_EQ(0, sys_htmm_end(child));
+	EXPECT_FALSE(session_dir_exists(child));
+	EXPECT_TRUE(session_dir_exists(f.pid));
+
+	/* The child's exit leaves the parent's session alone. */
+	ASSERT_EQ(0, forker_ask(&f, 'k', &status));
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("child status 0x%x", status);
+	EXPECT_TRUE(session_dir_exists(f.pid))
+		TH_LOG("the child's exit ended the parent's session");
+	EXPECT_EQ(EBUSY, sys_htmm_start(f.pid, -1));
+	EXPECT_EQ(0, sys_htmm_end(f.pid));
+	EXPECT_FALSE(session_dir_exists(f.pid));
+	EXPECT_EQ(0, forker_finish(&f));
+}
+
+/* The second thread of a two-thread process: it sends its tid, then waits. */
+struct tid_thread_arg {
+	int up;		/* its tid goes here */
+	int hold;	/* it returns at end of file */
+};
+
+static void *tid_thread(void *arg)
+{
+	struct tid_thread_arg *a = arg;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	char c;
+
+	if (write(a->up, &tid, sizeof(tid)) != sizeof(tid))
+		return (void *)1;
+	for (;;) {
+		ssize_t n = read(a->hold, &c, 1);
+
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * pid may name any thread of the process (htmm_start(2), htmm_end(2)): the
+ * session is the whole process's, named in sessions/ by its pid (the
+ * leader's).  Started through a non-leader thread's id it is ended through
+ * the pid, and the other way round.  A kernel that refused the tid
+ * (ESRCH, EINVAL), named the session by the tid, or let the tid and the pid
+ * each have a session of the same process fails.
+ */
+TEST(a_threads_id_names_its_process)
+{
+	int up[2], hold[2], status;
+	pid_t pid, tid = -1;
+
+	ASSERT_EQ(0, pipe2(up, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(hold, O_CLOEXEC));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct tid_thread_arg a = { .up = up[1], .hold = hold[0] };
+		pthread_t th;
+		void *ret;
+
+		close(up[0]);
+		close(hold[1]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (pthread_create(&th, NULL, tid_thread, &a))
+			_exit(1);
+		if (pthread_join(th, &ret) || ret)
+			_exit(2);
+		_exit(0);
+	}
+	close(up[1]);
+	close(hold[0]);
+	ASSERT_EQ((ssize_t)sizeof(tid), read(up[0], &tid, sizeof(tid)));
+	close(up[0]);
+	ASSERT_LT(0, tid);
+	ASSERT_NE(pid, tid);
+
+	if (!start_or_skip(_metadata, tid, -1)) {
+		close(hold[1]);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	EXPECT_TRUE(session_dir_exists(pid));
+	EXPECT_FALSE(session_dir_exists(tid));
+	/* One process, one session, whichever id names it. */
+	EXPECT_EQ(EBUSY, sys_htmm_start(pid, -1));
+	EXPECT_EQ(EBUSY, sys_htmm_start(tid, -1));
+	EXPECT_EQ(0, sys_htmm_end(pid));
+	EXPECT_FALSE(session_dir_exists(pid));
+	EXPECT_EQ(ENOENT, sys_htmm_end(tid));
+
+	/* Started through the pid, ended through the tid. */
+	EXPECT_EQ(0, sys_htmm_start(pid, -1));
+	EXPECT_TRUE(session_dir_exists(pid));
+	EXPECT_FALSE(session_dir_exists(tid));
+	EXPECT_EQ(0, sys_htmm_end(tid));
+	EXPECT_FALSE(session_dir_exists(pid));
+	EXPECT_EQ(ENOENT, sys_htmm_end(pid));
+
+	close(hold[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("child status 0x%x", status);
+}
+
+#define END_ALL_N 3
+
+/*
+ * htmm_end(-1) ends every session the caller may end (htmm_end(2)), all of
+ * them in one call: here root's three, whose directories are gone when it
+ * returns, while their processes live on.  A kernel that ended only one
+ * (or none, yet returned 0) fails.
+ */
+TEST(end_all_ends_every_session_of_the_caller)
+{
+	int wfd[END_ALL_N], i;
+	pid_t pid[END_ALL_N];
+
+	for (i = 0; i < END_ALL_N; i++) {
+		pid[i] = spawn_sleeper(&wfd[i]);
+		ASSERT_LT(0, pid[i]);
+	}
+	if (!start_or_skip(_metadata, pid[0], -1)) {
+		for (i = 0; i < END_ALL_N; i++)
+			finish_sleeper(pid[i], wfd[i]);
+		return;
+	}
+	for (i = 1; i < END_ALL_N; i++)
+		ASSERT_EQ(0, sys_htmm_start(pid[i], -1));
+	for (i = 0; i < END_ALL_N; i++)
+		ASSERT_TRUE(session_dir_exists(pid[i]));
+
+	EXPECT_EQ(0, sys_htmm_end(-1));
+	for (i = 0; i < END_ALL_N; i++) {
+		EXPECT_FALSE(session_dir_exists(pid[i]))
+			TH_LOG("session %d of %d (pid %d) left", i + 1, END_ALL_N,
+			       pid[i]);
+		EXPECT_EQ(ENOENT, sys_htmm_end(pid[i]));
+	}
+	EXPECT_EQ(ENOENT, sys_htmm_end(-1));
+	/* Ended, not killed: each sleeper exits normally. */
+	for (i = 0; i < END_ALL_N; i++)
+		EXPECT_EQ(0, finish_sleeper(pid[i], wfd[i]));
+}
+
+/*
+ * What a process of nobody's reports for end_all_leaves_others_alone: the
+ * pids of its two children, the errnos of its htmm_start() on each, then
+ * those of its two htmm_end(-1) calls.
+ */
+struct end_all_report {
+	pid_t child[2];
+	int start_err[2];
+	int end_err[2];
+};
+
+/*
+ * As nobody: fork two children that sleep, start a session on each, send
+ * their pids and the errnos; on a byte on @go, call htmm_end(-1) twice and
+ * send the errnos; exit at end of file.  Exit status 10 if it could not
+ * become nobody.
+ */
+static void end_all_as_nobody(int up, int go)
+{
+	struct end_all_report r = { .end_err = { -1, -1 } };
+	char c;
+	int i;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+	    setresuid(NOBODY, NOBODY, NOBODY))
+		_exit(10);
+	/*
+	 * The change of user made the process undumpable, and its children
+	 * would be too: then not even their own user may manage them.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 1))
+		_exit(11);
+	for (i = 0; i < 2; i++) {
+		r.child[i] = fork();
+		if (!r.child[i]) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (;;)
+				pause();
+		}
+		if (r.child[i] < 0)
+			_exit(12);
+		r.start_err[i] = sys_htmm_start(r.child[i], -1);
+	}
+	if (write(up, &r, sizeof(r)) != sizeof(r))
+		_exit(13);
+	if (read(go, &c, 1) != 1)
+		_exit(14);
+	r.end_err[0] = sys_htmm_end(-1);
+	r.end_err[1] = sys_htmm_end(-1);
+	if (write(up, &r, sizeof(r)) != sizeof(r))
+		_exit(15);
+	while (read(go, &c, 1) > 0)
+		;
+	for (i = 0; i < 2; i++) {
+		kill(r.child[i], SIGKILL);
+		waitpid(r.child[i], NULL, 0);
+	}
+	_exit(0);
+}
+
+/*
+ * htmm_end(-1) of a user ends the sessions of the user's own processes,
+ * all of them, and leaves the others alone (htmm_end(2)): here nobody's
+ * two go, root's stays.  A kernel whose -1 ended only one, or ended what
+ * the caller may not end, fails; so does one that said ENOENT for a
+ * user's own sessions.
+ */
+TEST(end_all_as_a_user_leaves_others_alone)
+{
+	struct end_all_report r;
+	int up[2], go[2], wfd, status, i;
+	pid_t roots, nobodys;
+
+	roots = spawn_sleeper(&wfd);
+	ASSERT_LT(0, roots);
+	if (!start_or_skip(_metadata, roots, -1)) {
+		finish_sleeper(roots, wfd);
+		return;
+	}
+	ASSERT_EQ(0, pipe2(up, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+	nobodys = fork();
+	ASSERT_LE(0, nobodys);
+	if (!nobodys) {
+		close(up[0]);
+		close(go[1]);
+		end_all_as_nobody(up[1], go[0]);
+	}
+	close(up[1]);
+	close(go[0]);
+
+	if (read(up[0], &r, sizeof(r)) != sizeof(r)) {
+		close(go[1]);
+		waitpid(nobodys, &status, 0);
+		EXPECT_EQ(0, sys_htmm_end(roots));
+		finish_sleeper(roots, wfd);
+		ASSERT_TRUE(0) TH_LOG("nobody's process said nothing: status 0x%x",
+				      status);
+	}
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(0, r.start_err[i])
+			TH_LOG("nobody's htmm_start(own child %d): %s", r.child[i],
+			       strerror(r.start_err[i]));
+		EXPECT_TRUE(session_dir_exists(r.child[i]));
+	}
+	EXPECT_TRUE(session_dir_exists(roots));
+
+	ASSERT_EQ(1, write(go[1], "e", 1));
+	ASSERT_EQ((ssize_t)sizeof(r), read(up[0], &r, sizeof(r)));
+	EXPECT_EQ(0, r.end_err[0])
+		TH_LOG("nobody's htmm_end(-1): %s", strerror(r.end_err[0]));
+	for (i = 0; i < 2; i++) {
+		pid_t child = r.child[i];
+
+		EXPECT_FALSE(session_dir_exists(child))
+			TH_LOG("nobody's session on %d left", child);
+	}
+	EXPECT_TRUE(session_dir_exists(roots))
+		TH_LOG("nobody's htmm_end(-1) ended root's session");
+	/* Only root's is left, which nobody may not end. */
+	EXPECT_EQ(ENOENT, r.end_err[1])
+		TH_LOG("nobody's second htmm_end(-1): %s",
+		       r.end_err[1] ? strerror(r.end_err[1]) : "success");
+
+	close(go[1]);
+	close(up[0]);
+	ASSERT_EQ(nobodys, waitpid(nobodys, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("nobody's process: status 0x%x", status);
+	EXPECT_EQ(0, sys_htmm_end(roots));
+	EXPECT_EQ(0, finish_sleeper(roots, wfd));
+}
+
 /* Copy @from to @to with mode @mode: 0 or an errno. */
 static int copy_file(const char *from, const char *to, mode_t mode)
 {
@@ -561,7 +963,13 @@ TEST(session_ends_on_secure_exec)
 		execer_abort(&x);
 		return;
 	}
+	EXPECT_TRUE(session_dir_exists(x.pid));
 	ASSERT_EQ(0, execer_exec(&x));
+	/*
+	 * ENOENT would hold too for a session the exec unlinked from the mm
+	 * but left in sessions/: the directory must go as well.
+	 */
+	EXPECT_TRUE(session_gone(x.pid, 30));
 	EXPECT_EQ(ENOENT, sys_htmm_end(x.pid));
 	status = kill_child(x.pid);
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -646,6 +1054,254 @@ TEST_F_TIMEOUT(cycles, start_end_cycles_do_not_leak, 600)
 		EXPECT_LT(avail0 - avail1, AVAIL_SLACK_KB);
 	}
 	EXPECT_EQ(0, finish_sleeper(pid, wfd));
+}
+
+#define MB (1UL << 20)
+#define PAGE 4096UL
+#define FAST 0
+#define SLOW 1
+#define NUMA_BALANCING "/proc/sys/kernel/numa_balancing"
+
+/* From <numaif.h>, which the guest has no library for. */
+#define MPOL_DEFAULT 0
+#define MPOL_BIND 2
+#define MPOL_MF_MOVE (1 << 1)
+
+/* Bind [p, p + len) to @node, or (node < 0) take the policy away. */
+static int bind_to(void *p, size_t len, int node)
+{
+	unsigned long mask = node < 0 ? 0 : 1UL << node;
+
+	if (syscall(SYS_mbind, p, len, node < 0 ? MPOL_DEFAULT : MPOL_BIND,
+		    node < 0 ? NULL : &mask, node < 0 ? 0 : 64, 0))
+		return errno;
+	return 0;
+}
+
+/*
+ * move_pages(2) on this process's @n @pages: with @nodes NULL, their nodes
+ * (or -errno each) into @status; else move them there.  0 or an errno.
+ */
+static int pages_status(void **pages, unsigned long n, const int *nodes,
+			int *status)
+{
+	if (syscall(SYS_move_pages, 0, n, pages, nodes, status,
+		    nodes ? MPOL_MF_MOVE : 0) < 0)
+		return errno;
+	return 0;
+}
+
+static unsigned long count_on(const int *status, unsigned long n, int node)
+{
+	unsigned long on = 0;
+
+	for (unsigned long i = 0; i < n; i++)
+		on += status[i] == node;
+	return on;
+}
+
+/* Read one byte of every page of [p, p + len) for @seconds. */
+static void read_for(const char *p, size_t len, double seconds)
+{
+	const volatile char *v = p;
+	double end = now_s() + seconds;
+	unsigned long sum = 0;
+
+	while (now_s() < end)
+		for (size_t off = 0; off < len; off += PAGE)
+			sum += v[off];
+	(void)sum;
+}
+
+/* The tunables after_end changes, put back after it. */
+FIXTURE(after_end) {
+	char quota[32];
+	char numa[16];
+	char threshold[32];
+	char mode[32];
+};
+
+FIXTURE_SETUP(after_end)
+{
+	ASSERT_EQ(0, access("/sys/devices/system/node/node1/meminfo", F_OK))
+		TH_LOG("no node 1: the guest of topology.c has a slow node 1");
+	ASSERT_EQ(0, read_file(HTMM_SYSFS "/cpu_quota", self->quota,
+			       sizeof(self->quota)));
+	if (debug_kernel()) {
+		ASSERT_EQ(0, read_file(HTMM_SYSFS "/hot_threshold",
+				       self->threshold, sizeof(self->threshold)));
+		ASSERT_EQ(0, read_file(HTMM_SYSFS "/hot_threshold_mode",
+				       self->mode, sizeof(self->mode)));
+	}
+	/* Without CONFIG_NUMA_BALANCING there is nothing to hold off. */
+	if (read_file(NUMA_BALANCING, self->numa, sizeof(self->numa)))
+		self->numa[0] = '\0';
+
+	/*
+	 * As the tiering tests do: a fifth of a cpu for ksamplingd, so that
+	 * the scan of a debug kernel stretches no more than the plain one's,
+	 * and on the debug kernel a page sampled once is hot (see tiering.c).
+	 */
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/cpu_quota", "200"));
+	if (debug_kernel()) {
+		ASSERT_EQ(0, write_file(HTMM_SYSFS "/hot_threshold", "1"));
+		ASSERT_EQ(0, write_file(HTMM_SYSFS "/hot_threshold_mode", "fixed"));
+	}
+	/*
+	 * NUMA balancing may move the pages of a process htmm no longer
+	 * manages (htmm_end(2)): what is judged is that htmm leaves them.
+	 */
+	if (self->numa[0])
+		ASSERT_EQ(0, write_file(NUMA_BALANCING, "0"));
+}
+
+FIXTURE_TEARDOWN(after_end)
+{
+	sys_htmm_end(0);
+	if (self->quota[0])
+		write_file(HTMM_SYSFS "/cpu_quota", self->quota);
+	if (self->numa[0])
+		write_file(NUMA_BALANCING, self->numa);
+	if (self->threshold[0])
+		write_file(HTMM_SYSFS "/hot_threshold", self->threshold);
+	/* "[adaptive] fixed": the choice in brackets. */
+	if (self->mode[0] && strchr(self->mode, '[')) {
+		*strchrnul(self->mode, ']') = '\0';
+		write_file(HTMM_SYSFS "/hot_threshold_mode",
+			   strchr(self->mode, '[') + 1);
+	}
+}
+
+/*
+ * Pages stay where they are when a session ends (htmm_start(2),
+ * htmm_end(2)).  A 16 MiB buffer, first touched on the slow node and read
+ * over and over, is managed until htmm has moved a quarter of it up
+ * (t_up): the ground that makes the check mean something, that htmm moves
+ * these very pages, read this very way.  The session ends at once, most
+ * likely while kmigraterd is moving a round of them.  Then the second half of the
+ * buffer is moved back down with move_pages(2) (hot pages on the slow
+ * node, as a session that still ran would promote), the node of every page
+ * is recorded, and the buffer is read on for twice t_up (at least 10 s,
+ * 30 s on the debug kernel).  No page may change node, and htmm_promoted
+ * and htmm_demoted may not move from when htmm_end() returned (judged when
+ * no other session exists).  NUMA balancing is off meanwhile.  A kernel
+ * that left the session, its queue of hints, its scan, or kmigraterd's
+ * round over its pages at work after htmm_end() returned fails, as does
+ * one that demoted the pages it had moved up.
+ */
+TEST_F_TIMEOUT(after_end, pages_stay_put_after_the_session_ends, 1500)
+{
+	const size_t len = 16 * MB;
+	const unsigned long n = len / PAGE, half = n / 2;
+	const double bound = debug_kernel() ? 480 : 120;
+	double start, t_up = -1, watch, watched;
+	long long promoted0, demoted0, numa0, migrated0, promoted, demoted;
+	unsigned long i, up = 0, changed = 0, first = 0;
+	int others;
+	int *status, *at_end, *down, moved_to = -1;
+	void **pages;
+	char *buf;
+
+	pages = calloc(n, sizeof(*pages));
+	status = calloc(n, sizeof(*status));
+	at_end = calloc(n, sizeof(*at_end));
+	down = calloc(n - half, sizeof(*down));
+	ASSERT_TRUE(pages && status && at_end && down);
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	/* Page by page: htmm moves a huge page whole. */
+	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
+	/* First touched on the slow node; then a policy htmm manages. */
+	ASSERT_EQ(0, bind_to(buf, len, SLOW));
+	memset(buf, 1, len);
+	ASSERT_EQ(0, bind_to(buf, len, -1));
+	for (i = 0; i < n; i++)
+		pages[i] = buf + i * PAGE;
+	ASSERT_EQ(0, pages_status(pages, n, NULL, status));
+	ASSERT_EQ(n, count_on(status, n, SLOW));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	ASSERT_TRUE(session_dir_exists(getpid()));
+	/*
+	 * Looked at often, to end the session while kmigraterd moves the
+	 * pages: it moves a round of hints (thousands of pages here) in
+	 * batches of 256, over tens of milliseconds.
+	 */
+	start = now_s();
+	while (now_s() - start < bound) {
+		read_for(buf, len, 0.02);
+		ASSERT_EQ(0, pages_status(pages, n, NULL, status));
+		up = count_on(status, n, FAST);
+		if (up * 4 >= n) {
+			t_up = now_s() - start;
+			break;
+		}
+	}
+	/* The ground: htmm moved them while it managed them. */
+	ASSERT_LE(0, t_up) TH_LOG("a quarter never went up in %.0f s", bound);
+
+	ASSERT_EQ(0, sys_htmm_end(0));
+	promoted0 = vmstat("htmm_promoted");
+	demoted0 = vmstat("htmm_demoted");
+	TH_LOG("managed: %lu of %lu pages up after %.2f s; session ended",
+	       up, n, t_up);
+	ASSERT_FALSE(session_dir_exists(getpid()));
+	numa0 = vmstat("numa_pages_migrated");
+	migrated0 = vmstat("pgmigrate_success");
+
+	/* Hot pages on the slow node: the second half, moved back down. */
+	for (i = 0; i < n - half; i++)
+		down[i] = SLOW;
+	ASSERT_EQ(0, pages_status(pages + half, n - half, down, status + half));
+	ASSERT_EQ(0, pages_status(pages, n, NULL, at_end));
+	TH_LOG("at the end: %lu pages on node 0, %lu on node 1 (%lu of the %lu moved back down)",
+	       count_on(at_end, n, FAST), count_on(at_end, n, SLOW),
+	       count_on(at_end + half, n - half, SLOW), n - half);
+	/*
+	 * Most of them went: something to promote, were htmm still at it.
+	 * (Pages that kmigraterd still held, after the end, would not.)
+	 */
+	EXPECT_LE((n - half) * 9, count_on(at_end + half, n - half, SLOW) * 10);
+
+	watch = 2 * t_up;
+	if (watch < (debug_kernel() ? 30 : 10))
+		watch = debug_kernel() ? 30 : 10;
+	if (watch > (debug_kernel() ? 240 : 60))
+		watch = debug_kernel() ? 240 : 60;
+	start = now_s();
+	do {
+		read_for(buf, len, 1);
+		ASSERT_EQ(0, pages_status(pages, n, NULL, status));
+		for (i = 0; i < n; i++) {
+			if (status[i] != at_end[i] && !changed++) {
+				first = i;
+				moved_to = status[i];
+			}
+		}
+		watched = now_s() - start;
+	} while (!changed && watched < watch);
+
+	promoted = vmstat("htmm_promoted") - promoted0;
+	demoted = vmstat("htmm_demoted") - demoted0;
+	others = sessions_left(0);
+	TH_LOG("after the end, %.1f s of reads: %lu pages changed node; since htmm_end() returned: htmm_promoted %+lld, htmm_demoted %+lld, numa_pages_migrated %+lld; pgmigrate_success %+lld (move_pages(2)'s included); %d sessions exist",
+	       watched, changed, promoted, demoted,
+	       vmstat("numa_pages_migrated") - numa0,
+	       vmstat("pgmigrate_success") - migrated0, others);
+	EXPECT_EQ(0UL, changed)
+		TH_LOG("page %lu (of %lu) went from node %d to %d", first, n,
+		       at_end[first], moved_to);
+	/* Nothing of htmm's moved after the end, if htmm had no other session. */
+	if (!others) {
+		EXPECT_EQ(0, promoted);
+		EXPECT_EQ(0, demoted);
+	}
+	munmap(buf, len);
+	free(pages);
+	free(status);
+	free(at_end);
+	free(down);
 }
 
 TEST_HARNESS_MAIN
