@@ -293,4 +293,22 @@ static inline int debug_kernel(void)
 	return getenv("HTMM_DEBUG_KERNEL") != NULL;
 }
 
+/* From <numaif.h>, which the guest has no library for. */
+#define MPOL_DEFAULT 0
+#define MPOL_PREFERRED 1
+#define MPOL_BIND 2
+#define MPOL_F_NUMA_BALANCING (1 << 13)
+#define MPOL_MF_MOVE (1 << 1)
+
+/* Bind [p, p + len) to @node, or (node < 0) take the policy away. */
+static inline int bind_to(void *p, size_t len, int node)
+{
+	unsigned long mask = node < 0 ? 0 : 1UL << node;
+
+	if (syscall(SYS_mbind, p, len, node < 0 ? MPOL_DEFAULT : MPOL_BIND,
+		    node < 0 ? NULL : &mask, node < 0 ? 0 : 64, 0))
+		return errno;
+	return 0;
+}
+
 #endif /* HTMM_TEST_H */

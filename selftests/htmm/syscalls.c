@@ -1062,21 +1062,6 @@ TEST_F_TIMEOUT(cycles, start_end_cycles_do_not_leak, 600)
 #define SLOW 1
 #define NUMA_BALANCING "/proc/sys/kernel/numa_balancing"
 
-/* From <numaif.h>, which the guest has no library for. */
-#define MPOL_DEFAULT 0
-#define MPOL_BIND 2
-#define MPOL_MF_MOVE (1 << 1)
-
-/* Bind [p, p + len) to @node, or (node < 0) take the policy away. */
-static int bind_to(void *p, size_t len, int node)
-{
-	unsigned long mask = node < 0 ? 0 : 1UL << node;
-
-	if (syscall(SYS_mbind, p, len, node < 0 ? MPOL_DEFAULT : MPOL_BIND,
-		    node < 0 ? NULL : &mask, node < 0 ? 0 : 64, 0))
-		return errno;
-	return 0;
-}
 
 /*
  * move_pages(2) on this process's @n @pages: with @nodes NULL, their nodes

@@ -32,29 +32,12 @@
 #define FAST 0
 #define SLOW 1
 
-/* From <numaif.h>, which the guest has no library for. */
-#define MPOL_DEFAULT 0
-#define MPOL_PREFERRED 1
-#define MPOL_BIND 2
-#define MPOL_F_NUMA_BALANCING (1 << 13)
-#define MPOL_MF_MOVE (1 << 1)
 
 /* Whether the guest has the two tiers these tests need. */
 static int have_tiers(void)
 {
 	return !access("/sys/devices/system/node/node1/meminfo", F_OK) &&
 	       !access(HTMM_SYSFS, F_OK);
-}
-
-/* Bind [p, p + len) to @node, or (node < 0) take the policy away. */
-static int bind_to(void *p, size_t len, int node)
-{
-	unsigned long mask = node < 0 ? 0 : 1UL << node;
-
-	if (syscall(SYS_mbind, p, len, node < 0 ? MPOL_DEFAULT : MPOL_BIND,
-		    node < 0 ? NULL : &mask, node < 0 ? 0 : 64, 0))
-		return errno;
-	return 0;
 }
 
 /* Pages of [p, p + len) on @node, out of the @resident ones. */
