@@ -1409,13 +1409,10 @@ static void null_faults(int n)
 	signal(SIGSEGV, SIG_DFL);
 }
 
+/* bind_to(), in the child: a failure ends it with 3. */
 static void sf_mbind(char *p, size_t len, int node)
 {
-	unsigned long mask = 1UL << (node < 0 ? 0 : node);
-
-	/* MPOL_BIND to @node, or MPOL_DEFAULT for node < 0. */
-	if (syscall(SYS_mbind, p, len, node < 0 ? 0 : 2, node < 0 ? NULL : &mask,
-		    node < 0 ? 0 : 64, 0))
+	if (bind_to(p, len, node))
 		_exit(3);
 }
 
