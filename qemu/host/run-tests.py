@@ -219,7 +219,6 @@ SLOWTIER_OTHER_NODE = 0.05      # of its loads, at most, counted on the other no
 SLOWTIER_ADDED = 0.70           # of the latency, at least, added per load
 SLOWTIER_ACCOUNTED = 0.05       # the plugin's delay against misses x latency
 SLOWTIER_LOST = 0.80            # of the plugin's delay, at least, lost by the guest
-SLOWTIER_FAST_SLACK = 0.50      # of the latency, at most, added with it off
 SLOWTIER_SMALL_MISSES = 0.01    # of the small chase's loads, at most, missing
 SLOWTIER_TIMEOUT = 600          # seconds; the run takes about 45
 
@@ -335,7 +334,8 @@ def slowtier_tests(args, tally):
 
     def baseline():
         """A miss without added latency: the fastest run on node 0, or on
-        node 1 with the latency off (the same, as same_speed() checks)."""
+        node 1 with the latency off, which the plugin charged nothing
+        (uncharged() checks)."""
         return min(float(fastest(name)[0]["ns_per_load"]) for name in ("node0", "node1-fast"))
 
     def slower():
@@ -374,14 +374,22 @@ def slowtier_tests(args, tally):
                 f"the plugin added {delay:.3f} s in window {run1['id']}, "
                 f"the guest lost {lost:.3f} s against no added latency")
 
-    def same_speed():
-        """With the latency off, node 1 is charged nothing."""
-        (run0, _), (runf, winf) = fastest("node0"), fastest("node1-fast")
+    def uncharged():
+        """With the latency off, node 1 is charged nothing: the plugin
+        held the guest for no time in any of the chase's windows.  How
+        fast the chase ran is printed, not judged: on a busy host every
+        window can run far slower, whichever node it reads (a run beside
+        a kernel build saw 886 ns per load against node 0's 524, with
+        nothing charged)."""
+        (run0, _), (runf, _) = fastest("node0"), fastest("node1-fast")
         ns0, nsf = float(run0["ns_per_load"]), float(runf["ns_per_load"])
-        return (nsf <= ns0 + SLOWTIER_FAST_SLACK * latency and
-                float(winf["delay_s"]) < 0.01,
+        runs_f = runs.get("node1-fast", [])
+        if not runs_f:
+            raise LookupError("no figures of the run node1-fast from the guest")
+        delays = [float(windows[r["id"]]["delay_s"]) for r in runs_f]
+        return (all(d < 0.01 for d in delays),
                 f"{nsf:.1f} ns per load, node 0 {ns0:.1f}; plugin delay "
-                f"{winf['delay_s']} s")
+                f"{', '.join(f'{d:.3f}' for d in delays)} s")
 
     def cached():
         """A buffer that fits the cache model does not reach the slow tier."""
@@ -393,7 +401,7 @@ def slowtier_tests(args, tally):
     judge("node1: slower than node 0 by the added latency", slower)
     judge("node1: every miss charged the latency once", accounted)
     judge("node1: the guest lost the time the plugin added", delay_reaches_guest)
-    judge("node1-fast: charged nothing with the latency off", same_speed)
+    judge("node1-fast: charged nothing with the latency off", uncharged)
     judge("node1-small: a buffer in the cache model misses (almost) never", cached)
     print(f"slow-tier guest ran {elapsed:.0f} s; console log: {log}, plugin output: {out}",
           flush=True)
