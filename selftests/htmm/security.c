@@ -3,18 +3,25 @@
  * What an unprivileged user may and may not do with htmm: manage their own
  * processes on the hint-fault source whatever perf_event_paranoid says,
  * nothing to another user's process or to a kernel thread, and nothing
- * learnt from another user's session.
+ * learnt from another user's session; a node outside the process's cpuset
+ * takes CAP_SYS_NICE, and ring buffers beyond perf_event_mlock_kb take
+ * CAP_IPC_LOCK.
+ *
+ * EACCES, a Linux Security Module's refusal, is not tested: the guest's
+ * kernels are built without CONFIG_SECURITY.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,12 +30,36 @@
 
 #define NOBODY 65534
 #define PARANOID "/proc/sys/kernel/perf_event_paranoid"
+#define MLOCK_KB "/proc/sys/kernel/perf_event_mlock_kb"
+#define SOURCE HTMM_SYSFS "/source"
+#define BUFFER_PAGES HTMM_SYSFS "/buffer_pages"
+#define CPUSET "htmm-security"
+#define NO_CAP -1
+
+/* Take @cap out of the effective capabilities of the calling thread. */
+static int drop_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return errno;
+	data[CAP_TO_INDEX(cap)].effective &= ~CAP_TO_MASK(cap);
+	if (syscall(SYS_capset, &hdr, data))
+		return errno;
+	return 0;
+}
 
 /*
- * Run @fn(@arg) in a child as nobody; its exit status: 0 for success, 100
- * if it could not become nobody, else what @fn returned.
+ * Run @fn(@arg) in a child: moved into the cgroup @cgroup first (unless
+ * NULL), then as the user @uid, or with @uid 0 as root without the
+ * capability @cap (unless NO_CAP).  Its exit status: 0 for success, 100 if
+ * it could not be set up so, else what @fn returned.
  */
-static int as_nobody(int (*fn)(long), long arg)
+static int run_as(uid_t uid, const char *cgroup, int cap, int (*fn)(long),
+		  long arg)
 {
 	int status;
 	pid_t pid = fork();
@@ -36,14 +67,24 @@ static int as_nobody(int (*fn)(long), long arg)
 	if (pid < 0)
 		return -1;
 	if (!pid) {
-		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-		    setresuid(NOBODY, NOBODY, NOBODY))
+		if (cgroup && cgroup_join(cgroup, getpid()))
+			_exit(100);
+		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+			    setresuid(uid, uid, uid)))
+			_exit(100);
+		if (cap != NO_CAP && drop_cap(cap))
 			_exit(100);
 		_exit(fn(arg));
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);
+}
+
+/* Run @fn(@arg) in a child as nobody; as run_as(). */
+static int as_nobody(int (*fn)(long), long arg)
+{
+	return run_as(NOBODY, NULL, NO_CAP, fn, arg);
 }
 
 /* Return @err, but as an exit status that says which check failed. */
@@ -114,11 +155,17 @@ TEST(kernel_threads_and_init_are_refused)
 
 static int start_self(long want)
 {
-	int err = expect(sys_htmm_start(0, -1), want, 1, "htmm_start(self)");
+	int got = sys_htmm_start(0, -1);
+	int err = expect(got, want, 1, "htmm_start(self)");
 
-	if (err || want)
+	if (got)
 		return err;
-	return expect(sys_htmm_end(0), 0, 2, "htmm_end(self)");
+	/* Ended even if it should have failed: no weight on what follows. */
+	if (err)
+		sys_htmm_end(0);
+	else
+		err = expect(sys_htmm_end(0), 0, 2, "htmm_end(self)");
+	return err;
 }
 
 static int set_paranoid(const char *v)
@@ -179,19 +226,40 @@ TEST(hint_faults_need_no_perf_privilege)
 	}
 }
 
-/* A process of user @uid that sleeps until killed. */
+/*
+ * A process of user @uid that sleeps until killed, once it is @uid's.  It
+ * is made dumpable again, as an exec() would make it: the change of user
+ * made it not, and ptrace_may_access() refuses even its own user a process
+ * that is not dumpable.  A refusal must come from what a test changes.
+ */
 static pid_t sleeper_as(uid_t uid)
 {
-	pid_t pid = fork();
+	int ready[2];
+	pid_t pid;
+	char c;
 
+	if (pipe(ready))
+		return -1;
+	pid = fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(ready[0]);
 		if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
 		    setresuid(uid, uid, uid))
 			_exit(100);
+		/* The change of user cleared both. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_DUMPABLE, 1);
+		if (write(ready[1], "", 1) != 1)
+			_exit(101);
 		for (;;)
 			pause();
 	}
+	close(ready[1]);
+	if (pid > 0 && read(ready[0], &c, 1) != 1) {
+		reap(pid);
+		pid = -1;
+	}
+	close(ready[0]);
 	return pid;
 }
 
@@ -296,6 +364,171 @@ TEST(nobody_cannot_read_roots_session)
 	reap(pid);
 	ASSERT_NE(100, rc) TH_LOG("could not become nobody");
 	EXPECT_EQ(0, rc);
+}
+
+/*
+ * The settings the tests below change, restored whatever their outcome,
+ * and the process one of them moves into a cpuset.
+ */
+FIXTURE(limits) {
+	char paranoid[16], mlock_kb[32], buffer_pages[16], source[256];
+	pid_t target;
+};
+
+FIXTURE_SETUP(limits)
+{
+	ASSERT_EQ(0, read_file(PARANOID, self->paranoid,
+			       sizeof(self->paranoid)));
+	ASSERT_EQ(0, read_file(MLOCK_KB, self->mlock_kb,
+			       sizeof(self->mlock_kb)));
+	ASSERT_EQ(0, read_file(BUFFER_PAGES, self->buffer_pages,
+			       sizeof(self->buffer_pages)));
+	ASSERT_EQ(0, read_file(SOURCE, self->source, sizeof(self->source)));
+	/* The choice in brackets, to write back. */
+	ASSERT_NE(NULL, strchr(self->source, '['));
+	*strchrnul(self->source, ']') = '\0';
+	memmove(self->source, strchr(self->source, '[') + 1,
+		strlen(strchr(self->source, '[')));
+	self->target = 0;
+}
+
+/* In the parent: run even if the test was killed on its timeout. */
+FIXTURE_TEARDOWN_PARENT(limits)
+{
+	double t0 = now_s();
+	char path[128];
+
+	if (self->target > 0) {
+		sys_htmm_end(self->target);
+		cgroup_join("", self->target);
+		kill(self->target, SIGKILL);
+	}
+	/* Its last process may take a moment to leave it. */
+	snprintf(path, sizeof(path), CGROUP_ROOT "/" CPUSET);
+	while (rmdir(path) && errno == EBUSY && now_s() - t0 < 10)
+		usleep(50000);
+	write_file(PARANOID, self->paranoid);
+	write_file(MLOCK_KB, self->mlock_kb);
+	write_file(BUFFER_PAGES, self->buffer_pages);
+	write_file(SOURCE, self->source);
+}
+
+static int start_on_node0(long pid)
+{
+	int err = expect(sys_htmm_start(pid, 0), 0, 1, "htmm_start(pid, 0)");
+
+	return err ? err : expect(sys_htmm_end(pid), 0, 2, "htmm_end(pid)");
+}
+
+static int start_on_node0_refused(long pid)
+{
+	int err = sys_htmm_start(pid, 0);
+
+	/* Ended if it started: no weight on what follows. */
+	if (!err)
+		sys_htmm_end(pid);
+	return expect(err, EPERM, 1, "htmm_start(pid, 0) outside its cpuset");
+}
+
+/*
+ * A node outside the cpuset of the process takes CAP_SYS_NICE, as
+ * migrate_pages(2) takes it to move pages there: nobody's own process in
+ * a cpuset of node 1 may not be given node 0, by nobody nor by root
+ * without CAP_SYS_NICE; root may.  The cpuset is the process's, not the
+ * caller's: the same call for it out of the cpuset succeeds, from a
+ * caller in it.
+ */
+TEST_F(limits, node_outside_the_cpuset_needs_cap_sys_nice)
+{
+	int nobody, root_without, caller_in, err;
+	pid_t target;
+
+	err = cgroup_make(CPUSET, "cpuset");
+	ASSERT_EQ(0, err) TH_LOG("no cpuset: %s", strerror(err));
+	ASSERT_EQ(0, cgroup_write(CPUSET, "cpuset.mems", "1"));
+	target = sleeper_as(NOBODY);
+	ASSERT_LT(0, target);
+	self->target = target;
+	ASSERT_EQ(0, cgroup_join(CPUSET, target));
+
+	nobody = as_nobody(start_on_node0_refused, target);
+	root_without = run_as(0, NULL, CAP_SYS_NICE, start_on_node0_refused,
+			      target);
+	EXPECT_EQ(0, sys_htmm_start(target, 0)) TH_LOG("root, node 0");
+	EXPECT_EQ(0, sys_htmm_end(target));
+
+	/* Out of the cpuset, with the caller in it. */
+	ASSERT_EQ(0, cgroup_join("", target));
+	caller_in = run_as(NOBODY, CPUSET, NO_CAP, start_on_node0, target);
+
+	ASSERT_NE(100, nobody) TH_LOG("could not become nobody");
+	ASSERT_NE(100, root_without) TH_LOG("could not drop CAP_SYS_NICE");
+	ASSERT_NE(100, caller_in) TH_LOG("could not join the cpuset");
+	EXPECT_EQ(0, nobody) TH_LOG("nobody, in a cpuset of node 1");
+	EXPECT_EQ(0, root_without) TH_LOG("root without CAP_SYS_NICE");
+	EXPECT_EQ(0, caller_in) TH_LOG("nobody's process out of the cpuset");
+}
+
+/* The buffers' size for the test below, in data pages per cpu. */
+#define MLOCK_PAGES 64
+
+/*
+ * A session's ring buffers are charged to the caller's user as perf
+ * charges a mapped buffer, against perf_event_mlock_kb per online cpu;
+ * beyond it, CAP_IPC_LOCK is needed, at every level of
+ * perf_event_paranoid but -1, where perf lifts the limit.  On the
+ * hint-fault source, one event per cpu, each with MLOCK_PAGES data pages
+ * and a control page: with perf_event_mlock_kb at MLOCK_PAGES + 1 pages
+ * nobody's session just fits, twice over (the first gave its charge back
+ * when it ended); one page less, it does not, but root's does, and root's
+ * without CAP_IPC_LOCK does not.
+ */
+TEST_F(limits, buffers_over_perf_event_mlock_kb_need_cap_ipc_lock)
+{
+	static const char *const levels[] = { "3", "2", "0", "-1" };
+	const long page_kb = sysconf(_SC_PAGESIZE) / 1024;
+	int i, over[4], root_without[4], fits[4][2];
+	char kb_over[32], kb_fits[32], pages[16];
+
+	snprintf(kb_fits, sizeof(kb_fits), "%ld", (MLOCK_PAGES + 1) * page_kb);
+	snprintf(kb_over, sizeof(kb_over), "%ld", MLOCK_PAGES * page_kb);
+	snprintf(pages, sizeof(pages), "%d", MLOCK_PAGES);
+	ASSERT_EQ(0, write_file(SOURCE, "hint-fault"));
+	ASSERT_EQ(0, write_file(BUFFER_PAGES, pages));
+	TH_LOG("%ld cpus, %d + 1 pages each: %s kB fits, %s kB does not",
+	       sysconf(_SC_NPROCESSORS_ONLN), MLOCK_PAGES, kb_fits, kb_over);
+
+	for (i = 0; i < 4; i++) {
+		/* perf lifts the limit for all at -1 only. */
+		long want = strcmp(levels[i], "-1") ? EPERM : 0;
+
+		ASSERT_EQ(0, write_file(PARANOID, levels[i]));
+		ASSERT_EQ(0, write_file(MLOCK_KB, kb_over));
+		over[i] = as_nobody(start_self, want);
+		root_without[i] = run_as(0, NULL, CAP_IPC_LOCK, start_self,
+					 want);
+		/* Root, with CAP_IPC_LOCK, is never held back. */
+		EXPECT_EQ(0, start_self(0)) TH_LOG("root, at %s", levels[i]);
+		ASSERT_EQ(0, write_file(MLOCK_KB, kb_fits));
+		fits[i][0] = as_nobody(start_self, 0);
+		fits[i][1] = as_nobody(start_self, 0);
+	}
+
+	for (i = 0; i < 4; i++) {
+		ASSERT_NE(100, over[i]) TH_LOG("could not become nobody");
+		ASSERT_NE(100, root_without[i])
+			TH_LOG("could not drop CAP_IPC_LOCK");
+		EXPECT_EQ(0, over[i])
+			TH_LOG("nobody over the limit, at %s", levels[i]);
+		EXPECT_EQ(0, root_without[i])
+			TH_LOG("root without CAP_IPC_LOCK, over, at %s",
+			       levels[i]);
+		EXPECT_EQ(0, fits[i][0])
+			TH_LOG("nobody within the limit, at %s", levels[i]);
+		EXPECT_EQ(0, fits[i][1])
+			TH_LOG("nobody within the limit again, at %s",
+			       levels[i]);
+	}
 }
 
 TEST_HARNESS_MAIN
