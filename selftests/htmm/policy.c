@@ -55,11 +55,6 @@ static void read_for(const void *p, size_t len, double seconds)
 		read_pages(p, len);
 }
 
-static long long session_stat(pid_t pid, const char *name)
-{
-	return session_ll(pid, name);
-}
-
 /* Pages of @pid's session in histogram bins @from and up. */
 static long long hist_from(pid_t pid, unsigned int from)
 {
@@ -91,12 +86,12 @@ static void log_session(struct __test_metadata *_metadata, pid_t pid)
 	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d/histogram", pid);
 	read_file(path, hist, sizeof(hist));
 	TH_LOG("session %d: %lld samples, epoch %lld, threshold %lld, histogram [%s], %lld promoted (%lld failed), %lld demoted, %lld dropped, no room %lld times",
-	       pid, session_stat(pid, "sampled"), session_stat(pid, "epoch"),
-	       session_stat(pid, "hot_threshold"), hist,
-	       session_stat(pid, "promoted"),
-	       session_stat(pid, "promote_failed"),
-	       session_stat(pid, "demoted"), session_stat(pid, "dropped"),
-	       session_stat(pid, "no_room"));
+	       pid, session_ll(pid, "sampled"), session_ll(pid, "epoch"),
+	       session_ll(pid, "hot_threshold"), hist,
+	       session_ll(pid, "promoted"),
+	       session_ll(pid, "promote_failed"),
+	       session_ll(pid, "demoted"), session_ll(pid, "dropped"),
+	       session_ll(pid, "no_room"));
 }
 
 /* The tunables these tests change, saved before and written back after. */
@@ -196,8 +191,8 @@ TEST_F_TIMEOUT(policy, promote_rate_zero_promotes_nothing, POLICY_TIMEOUT)
 	/* Each page sampled once would do; three rounds make sure. */
 	while (now_s() - start < patience(60)) {
 		read_for(buf, len, 1);
-		sampled = session_stat(getpid(), "sampled");
-		epoch = session_stat(getpid(), "epoch");
+		sampled = session_ll(getpid(), "sampled");
+		epoch = session_ll(getpid(), "epoch");
 		if (sampled >= pages && epoch >= 3)
 			break;
 	}
@@ -208,7 +203,7 @@ TEST_F_TIMEOUT(policy, promote_rate_zero_promotes_nothing, POLICY_TIMEOUT)
 	ASSERT_LE(pages, sampled) TH_LOG("too few samples to judge");
 	ASSERT_LE(3, epoch);
 	ASSERT_EQ(0, on);
-	ASSERT_EQ(0, session_stat(getpid(), "promoted"));
+	ASSERT_EQ(0, session_ll(getpid(), "promoted"));
 
 	/* The default rate: the same hot pages go up. */
 	ASSERT_EQ(0, set("promote_rate_mb", "2048"));
@@ -248,7 +243,7 @@ TEST_F_TIMEOUT(policy, low_promote_rate_bounds_promotion, POLICY_TIMEOUT)
 	while (t < 20) {
 		read_for(buf, len, 1);
 		/* Read first, then the time: the bound only loosens. */
-		promoted = session_stat(getpid(), "promoted");
+		promoted = session_ll(getpid(), "promoted");
 		t = now_s() - start;
 		ASSERT_LE(0, promoted);
 		if (promoted - (long long)(rate * t) > worst) {
@@ -305,13 +300,13 @@ static pid_t grower(void)
 static int censuses(struct __test_metadata *_metadata, pid_t pid,
 		    double seconds)
 {
-	long long first = session_stat(pid, "pages_fast"), last = first, v;
+	long long first = session_ll(pid, "pages_fast"), last = first, v;
 	double start = now_s();
 	int n = 0;
 
 	while (now_s() - start < seconds) {
 		usleep(20000);
-		v = session_stat(pid, "pages_fast");
+		v = session_ll(pid, "pages_fast");
 		n += v != last;
 		last = v;
 	}
@@ -326,12 +321,12 @@ static int censuses(struct __test_metadata *_metadata, pid_t pid,
  */
 static double census_settles(pid_t pid, double gap, double seconds)
 {
-	long long last = session_stat(pid, "pages_fast"), v;
+	long long last = session_ll(pid, "pages_fast"), v;
 	double start = now_s(), prev = -1;
 
 	while (now_s() - start < seconds) {
 		usleep(20000);
-		v = session_stat(pid, "pages_fast");
+		v = session_ll(pid, "pages_fast");
 		if (v == last)
 			continue;
 		last = v;
@@ -432,14 +427,14 @@ TEST_F_TIMEOUT(policy, fixed_threshold_decides_promotion, POLICY_TIMEOUT)
 	/* Counts settle within a few rounds. */
 	while (now_s() - start < patience(60)) {
 		read_for(buf, len, 1);
-		sampled = session_stat(getpid(), "sampled");
-		epoch = session_stat(getpid(), "epoch");
+		sampled = session_ll(getpid(), "sampled");
+		epoch = session_ll(getpid(), "epoch");
 		if (sampled >= 2 * pages && epoch >= 5 &&
 		    now_s() - start >= 10)
 			break;
 	}
 	on = pages_on(buf, len, FAST, NULL);
-	thr = session_stat(getpid(), "hot_threshold");
+	thr = session_ll(getpid(), "hot_threshold");
 	/* Bin 3 holds counts 4 to 7: at the default threshold and over. */
 	over4 = hist_from(getpid(), 3);
 	log_session(_metadata, getpid());
@@ -448,7 +443,7 @@ TEST_F_TIMEOUT(policy, fixed_threshold_decides_promotion, POLICY_TIMEOUT)
 	ASSERT_EQ(1024, thr);
 	ASSERT_LE(pages, sampled) TH_LOG("too few samples to judge");
 	ASSERT_EQ(0, on);
-	ASSERT_EQ(0, session_stat(getpid(), "promoted"));
+	ASSERT_EQ(0, session_ll(getpid(), "promoted"));
 	/*
 	 * The pages were hot by the default's measure.  On the plain kernel
 	 * only: on a loaded debug kernel a fault may come so late after its
@@ -464,7 +459,7 @@ TEST_F_TIMEOUT(policy, fixed_threshold_decides_promotion, POLICY_TIMEOUT)
 	ASSERT_EQ(0, set("hot_threshold", "1"));
 	start = now_s();
 	on = read_until_up(buf, len, patience(60));
-	thr = session_stat(getpid(), "hot_threshold");
+	thr = session_ll(getpid(), "hot_threshold");
 	log_session(_metadata, getpid());
 	TH_LOG("threshold %lld: %ld of %ld pages on node 0 after %.1f s", thr,
 	       on, pages, now_s() - start);
@@ -527,7 +522,7 @@ TEST_F_TIMEOUT(policy, demote_watermark_keeps_room_free, POLICY_TIMEOUT)
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	/* Until the first epoch ends, no page reads as cold (htmm.rst). */
 	start = now_s();
-	while ((epoch = session_stat(getpid(), "epoch")) < 2 &&
+	while ((epoch = session_ll(getpid(), "epoch")) < 2 &&
 	       now_s() - start < patience(30))
 		usleep(100000);
 	ASSERT_LE(2, epoch);
@@ -540,7 +535,7 @@ TEST_F_TIMEOUT(policy, demote_watermark_keeps_room_free, POLICY_TIMEOUT)
 						 sizeof(hog_kb)));
 	ASSERT_EQ(1, read(back[0], &c, 1));
 	low_kb = node_meminfo_kb(FAST, "MemFree");
-	demoted = session_stat(getpid(), "demoted");
+	demoted = session_ll(getpid(), "demoted");
 	/* Well under the watermark to come, so that htmm has work to do. */
 	ASSERT_GT(wm_kb * 3 / 4, low_kb);
 
@@ -550,7 +545,7 @@ TEST_F_TIMEOUT(policy, demote_watermark_keeps_room_free, POLICY_TIMEOUT)
 	       now_s() - start < patience(60))
 		usleep(200000);
 	down = pages_on(buf, len, SLOW, NULL);
-	demoted = session_stat(getpid(), "demoted") - demoted;
+	demoted = session_ll(getpid(), "demoted") - demoted;
 	log_session(_metadata, getpid());
 	TH_LOG("node 0: %ld kB, %ld kB free with the hog (%zu kB); %ld kB free %.1f s after the watermark went to %ld kB; %lld pages demoted, %ld of the buffer's on node 1",
 	       total_kb, low_kb, hog_kb, free_kb, now_s() - start, wm_kb,
@@ -606,12 +601,12 @@ TEST_F_TIMEOUT(policy, hint_fault_counts_cool_with_cooling_off, POLICY_TIMEOUT)
 	ASSERT_LE(pages / 2, warm) TH_LOG("the pages never warmed up");
 
 	/* Left alone. */
-	e0 = session_stat(getpid(), "epoch");
+	e0 = session_ll(getpid(), "epoch");
 	start = now_s();
 	do {
 		usleep(200000);
 		left = hist_from(getpid(), 2);
-		e1 = session_stat(getpid(), "epoch");
+		e1 = session_ll(getpid(), "epoch");
 	} while (left && now_s() - start < patience(30));
 	t = now_s() - start;
 	log_session(_metadata, getpid());
@@ -619,8 +614,8 @@ TEST_F_TIMEOUT(policy, hint_fault_counts_cool_with_cooling_off, POLICY_TIMEOUT)
 	       left, warm, e1 - e0, t);
 	ASSERT_EQ(0, left);
 	EXPECT_LE(e1 - e0, 7);
-	EXPECT_LT(0, session_stat(getpid(), "tracked"));
-	ASSERT_EQ(0, session_stat(getpid(), "promoted"));
+	EXPECT_LT(0, session_ll(getpid(), "tracked"));
+	ASSERT_EQ(0, session_ll(getpid(), "promoted"));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
