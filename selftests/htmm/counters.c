@@ -540,9 +540,10 @@ static void log_traced(struct __test_metadata *_metadata,
 
 /*
  * Wait, the process's pages no longer touched, for the session's counts of
- * moves to hold still and the htmm_migrate records to add up to them: the
- * record of a move comes after its count, out of kmigraterd's lock.  The
- * counts, in @m, as the trace (@tr) last read them.
+ * moves to hold still and the htmm_migrate records to add up to them (the
+ * counts and the trace are read one after the other, while kmigraterd may
+ * still move a batch).  The counts, in @m, as the trace (@tr) last read
+ * them.
  */
 static void wait_settled(const char *dir, pid_t kmd, const struct span *sp,
 			 const char *buf, size_t len, struct traced *tr,
@@ -563,25 +564,18 @@ static void wait_settled(const char *dir, pid_t kmd, const struct span *sp,
 }
 
 /*
- * After the session ended, wait for the trace to add up to the moves of
- * /proc/vmstat since @v0 (htmm_demoted, htmm_promoted): the last record
- * can come after htmm_end() returned.  The moves, in @vm.
+ * After the session ended, the moves of /proc/vmstat since @v0
+ * (htmm_demoted, htmm_promoted), in @vm, and the trace, in @tr, read once:
+ * kmigraterd counts and records each batch under the session's move lock,
+ * which htmm_end() waits for, so that both are whole when it returns.
  */
-static void wait_traced(const char *dir, pid_t kmd, const struct span *sp,
-			const char *buf, size_t len, const long long *v0,
-			struct traced *tr, long long *vm)
+static void read_ended(const char *dir, pid_t kmd, const struct span *sp,
+		       const char *buf, size_t len, const long long *v0,
+		       struct traced *tr, long long *vm)
 {
-	double start = now_s();
-
-	for (;;) {
-		vm[0] = vmstat("htmm_demoted") - v0[0];
-		vm[1] = vmstat("htmm_promoted") - v0[1];
-		read_trace(dir, getpid(), kmd, sp, buf, len, tr);
-		if ((tr->moved[0] == vm[0] && tr->moved[1] == vm[1]) ||
-		    now_s() - start > patience(30))
-			return;
-		usleep(100000);
-	}
+	vm[0] = vmstat("htmm_demoted") - v0[0];
+	vm[1] = vmstat("htmm_promoted") - v0[1];
+	read_trace(dir, getpid(), kmd, sp, buf, len, tr);
 }
 
 /*
@@ -756,7 +750,7 @@ TEST_F_TIMEOUT(counters, promotions_are_traced, 600)
 	log_session(_metadata);
 	log_traced(_metadata, &tr);
 	ASSERT_EQ(0, sys_htmm_end(0));
-	wait_traced(self->tracing, kmd, sp, buf, len, v0, &tr, vm);
+	read_ended(self->tracing, kmd, sp, buf, len, v0, &tr, vm);
 	TH_LOG("htmm_promoted +%lld, htmm_demoted +%lld", vm[1], vm[0]);
 
 	ASSERT_GE(on * 10, (long)npages * 9) TH_LOG("the buffer never went up");
@@ -855,7 +849,7 @@ TEST_F_TIMEOUT(counters, demotions_are_traced, 600)
 	log_session(_metadata);
 	log_traced(_metadata, &tr);
 	ASSERT_EQ(0, sys_htmm_end(0));
-	wait_traced(self->tracing, kmd, sp, buf, len, v0, &tr, vm);
+	read_ended(self->tracing, kmd, sp, buf, len, v0, &tr, vm);
 	TH_LOG("htmm_promoted +%lld, htmm_demoted +%lld", vm[1], vm[0]);
 
 	ASSERT_GE(budget, fast * PAGE)

@@ -97,7 +97,7 @@ static void log_session(struct __test_metadata *_metadata, pid_t pid)
 /* The tunables these tests change, saved before and written back after. */
 static const char *const tunables[] = {
 	"promote_rate_mb", "migrate_interval_ms", "hot_threshold",
-	"hot_threshold_mode", "demote_watermark", "cpu_quota",
+	"hot_threshold_mode", "demote_watermark", "cpu_quota", "cpu_share",
 	"cooling_period_ms",
 };
 #define NR_TUNABLES (sizeof(tunables) / sizeof(tunables[0]))
@@ -270,16 +270,17 @@ TEST_F_TIMEOUT(policy, low_promote_rate_bounds_promotion, POLICY_TIMEOUT)
 }
 
 /*
- * A process whose resident memory grows a page every 5 ms on node 0: each
- * census sees a new pages_fast, so the changes of that file, polled every
- * 20 ms, count the censuses.
+ * A process whose resident memory grows a page every 5 ms on node 0, from
+ * @base MiB it touches first: each census sees a new pages_fast, so the
+ * changes of that file, polled every 20 ms, count the censuses.  It grows
+ * for 10 minutes; a census of it costs what its pages cost to walk.
  */
-static pid_t grower(void)
+static pid_t grower_from(size_t base)
 {
 	pid_t pid = fork();
 
 	if (!pid) {
-		const size_t len = 128 * MB;
+		const size_t len = (base + 128) * MB;
 		const struct timespec ts = { 0, 5000000 };
 		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -288,12 +289,18 @@ static pid_t grower(void)
 		/* Small pages: huge ones would grow it 2 MiB at a time. */
 		if (p == MAP_FAILED || madvise(p, len, MADV_NOHUGEPAGE))
 			_exit(1);
-		for (size_t off = 0;; off = (off + PAGE) % len) {
+		memset(p, 1, base * MB);
+		for (size_t off = base * MB;; off = (off + PAGE) % len) {
 			p[off] = 1;
 			nanosleep(&ts, NULL);
 		}
 	}
 	return pid;
+}
+
+static pid_t grower(void)
+{
+	return grower_from(0);
 }
 
 /* The changes of @pid's pages_fast over @seconds. */
@@ -343,14 +350,10 @@ static double census_settles(pid_t pid, double gap, double seconds)
  * the time kmigraterd's own work and the polling add), and never more
  * often than the interval allows.
  *
- * The interval is stretched (up to 64 times) while kmigraterd is over its
- * cpu budget, and the stretch outlives the work that raised it: kmigraterd
- * sleeps while there is no session, and only its rounds bring the stretch
- * down, a halving a second.  Twice, when this test followed
- * low_promote_rate_bounds_promotion and measured at once, its session's
- * second census did not come in the 24 s the test ran: it was due 32 or 64
- * intervals after the first.  So first a short interval, until the
- * censuses come at it, and then the two measured.
+ * The interval is stretched (up to 64 times) while the session's census
+ * costs more than its cpu budget, each session on its own
+ * (census_stretch_starts_afresh_each_session).  So first a short interval,
+ * until the censuses come at it, and then the two measured.
  */
 TEST_F_TIMEOUT(policy, migrate_interval_sets_census_cadence, POLICY_TIMEOUT)
 {
@@ -363,10 +366,7 @@ TEST_F_TIMEOUT(policy, migrate_interval_sets_census_cadence, POLICY_TIMEOUT)
 	self->child = grower();
 	ASSERT_LT(0, self->child);
 	ASSERT_EQ(0, sys_htmm_start(self->child, FAST));
-	/*
-	 * Until the stretch is 2 at most: the first census due after 64
-	 * times 100 ms, 6.4 s, at worst, then a halving a second.
-	 */
+	/* A stretch of 2 at most. */
 	settled = census_settles(self->child, 0.25, patience(30));
 	TH_LOG("censuses 100 ms apart after %.1f s", settled);
 	ASSERT_LE(0, settled) TH_LOG("the census never came at the interval");
@@ -398,6 +398,89 @@ TEST_F_TIMEOUT(policy, migrate_interval_sets_census_cadence, POLICY_TIMEOUT)
 		EXPECT_LE(2 * slow, fast);
 		EXPECT_LE(fast, 8 * slow);
 	}
+	ASSERT_EQ(0, sys_htmm_end(self->child));
+}
+
+/*
+ * migrate_interval_ms lowered while a session runs applies at once: the
+ * next census is due the new interval after the last one, and kmigraterd,
+ * asleep for the old interval, is woken to see it.  At 60 s no census
+ * follows the first within 3 s (the control); at 100 ms they come 100 ms
+ * apart within a second or two, where the kernel that fixed each census's
+ * due time at the interval of the one before waited out the minute.
+ */
+TEST_F_TIMEOUT(policy, lowered_migrate_interval_applies_at_once,
+	       POLICY_TIMEOUT)
+{
+	long long first = 0;
+	double settled;
+
+	ASSERT_EQ(0, set("migrate_interval_ms", "60000"));
+	self->child = grower();
+	ASSERT_LT(0, self->child);
+	ASSERT_EQ(0, sys_htmm_start(self->child, FAST));
+	/* The first census comes when the session starts. */
+	for (settled = now_s(); now_s() - settled < patience(10);) {
+		first = session_ll(self->child, "pages_fast");
+		if (first)
+			break;
+		usleep(20000);
+	}
+	ASSERT_LT(0, first) TH_LOG("no census at the start");
+	sleep(3);
+	EXPECT_EQ(first, session_ll(self->child, "pages_fast"))
+		TH_LOG("a census within 3 s at an interval of 60 s");
+
+	ASSERT_EQ(0, set("migrate_interval_ms", "100"));
+	settled = census_settles(self->child, 0.25, patience(10));
+	log_session(_metadata, self->child);
+	TH_LOG("censuses 100 ms apart %.1f s after the interval went from 60 s to 100 ms",
+	       settled);
+	ASSERT_LE(0, settled) TH_LOG("the lowered interval did not apply");
+	EXPECT_GE(patience(3), settled);
+	ASSERT_EQ(0, sys_htmm_end(self->child));
+}
+
+/*
+ * The census stretch is each session's own.  A census that costs more than
+ * its session's cpu budget runs up to 64 intervals apart: with cpu_quota 1
+ * (a thousandth of a cpu) and no share of the process's cpu time, a census
+ * of 64 MiB every 10 ms is over budget, and within seconds the censuses
+ * come far apart.  The session ends; the same process starts a new one,
+ * with the budget back at the fixture's 200 thousandths and the interval
+ * at 100 ms: its censuses come 100 ms apart from the start.  With one
+ * stretch for kmigraterd, the new session inherited the old one's 64 (its
+ * second census came 6.4 s after the first).
+ */
+TEST_F_TIMEOUT(policy, census_stretch_starts_afresh_each_session,
+	       POLICY_TIMEOUT)
+{
+	double settled;
+	int n;
+
+	ASSERT_EQ(0, set("migrate_interval_ms", "10"));
+	ASSERT_EQ(0, set("cpu_quota", "1"));
+	ASSERT_EQ(0, set("cpu_share", "0"));
+	self->child = grower_from(64);
+	ASSERT_LT(0, self->child);
+	ASSERT_EQ(0, sys_htmm_start(self->child, FAST));
+	/* Doubling a second from 1: 64 after 6 s, and 2 s to show it. */
+	sleep(8);
+	n = censuses(_metadata, self->child, 4);
+	TH_LOG("over its budget: %d censuses in 4 s at an interval of 10 ms", n);
+	/* Stretched 10 times at least (at 1, one each poll: 200). */
+	ASSERT_GE(40, n) TH_LOG("the census was not held to its budget");
+	ASSERT_EQ(0, sys_htmm_end(self->child));
+
+	ASSERT_EQ(0, set("cpu_quota", "200"));
+	ASSERT_EQ(0, set("migrate_interval_ms", "100"));
+	ASSERT_EQ(0, sys_htmm_start(self->child, FAST));
+	settled = census_settles(self->child, 0.25, patience(10));
+	log_session(_metadata, self->child);
+	TH_LOG("the new session's censuses 100 ms apart after %.1f s",
+	       settled);
+	ASSERT_LE(0, settled) TH_LOG("the new session's census was stretched");
+	EXPECT_GE(patience(3), settled);
 	ASSERT_EQ(0, sys_htmm_end(self->child));
 }
 
