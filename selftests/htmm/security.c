@@ -5,7 +5,8 @@
  * nothing to another user's process or to a kernel thread, and nothing
  * learnt from another user's session; a node outside the process's cpuset
  * takes CAP_SYS_NICE, and ring buffers beyond perf_event_mlock_kb take
- * CAP_IPC_LOCK.
+ * CAP_IPC_LOCK.  In a PID namespace, the system calls name processes by
+ * the namespace's pids and reach only the processes it can see.
  *
  * EACCES, a Linux Security Module's refusal, is not tested: the guest's
  * kernels are built without CONFIG_SECURITY.
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -370,6 +372,126 @@ TEST(nobody_cannot_read_roots_session)
  * The settings the tests below change, restored whatever their outcome,
  * and the process one of them moves into a cpuset.
  */
+/*
+ * The pid in the initial namespace of the session whose process is pid
+ * @vpid of the caller's namespace, found by the NSpid line of
+ * /proc/<pid>/status of each session (this /proc is the initial
+ * namespace's); 0 if none.
+ */
+static pid_t session_of_vpid(pid_t vpid)
+{
+	char path[300], line[256];
+	struct dirent *de;
+	pid_t found = 0;
+	DIR *d = opendir(HTMM_SYSFS "/sessions");
+
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		long outer, inner;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			/* Two levels: the initial namespace's, then ours. */
+			if (sscanf(line, "NSpid: %ld %ld", &outer, &inner) == 2 &&
+			    inner == vpid && outer == atol(de->d_name))
+				found = outer;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * pid 1 of a new PID namespace: manage pid 2 of it, then try to reach
+ * @outside, a process of the initial namespace with a session, which the
+ * namespace cannot see.  Exit status: 0, or which check failed.
+ */
+static int in_pidns(long outside)
+{
+	pid_t child = sleeper(), named;
+	int err;
+
+	if (getpid() != 1 || child != 2)
+		return 10;
+	err = expect(sys_htmm_start(2, -1), 0, 11, "htmm_start(2) in the namespace");
+	if (err)
+		return err;
+	named = session_of_vpid(2);
+	if (!named || named == 2) {
+		fprintf(stderr, "# the session of pid 2 is named %d\n", named);
+		return 12;
+	}
+	/* Not there to name, whether or not its number is in use here. */
+	err = expect(sys_htmm_start(outside, -1), ESRCH, 13,
+		     "htmm_start(a pid of the initial namespace)");
+	if (err)
+		return err;
+	err = expect(sys_htmm_end(outside), ESRCH, 14,
+		     "htmm_end(a pid of the initial namespace)");
+	if (err)
+		return err;
+	/* -1: every session the caller may end, of those it can see. */
+	err = expect(sys_htmm_end(-1), 0, 15, "htmm_end(-1) in the namespace");
+	if (err)
+		return err;
+	if (!session_gone(named, 10))
+		return 16;
+	return expect(sys_htmm_end(-1), ENOENT, 17,
+		      "htmm_end(-1) again in the namespace");
+}
+
+/* Fork pid 1 of a new PID namespace to run in_pidns(@outside). */
+static int new_pidns(long outside)
+{
+	int status;
+	pid_t pid;
+
+	if (unshare(CLONE_NEWPID))
+		return 100;
+	pid = fork();
+	if (pid < 0)
+		return 100;
+	if (!pid)
+		_exit(in_pidns(outside));
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 101;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * In a PID namespace: pids are the namespace's, a session is named by its
+ * process's pid in the initial namespace, and htmm_end(-1) ends only the
+ * sessions of processes the namespace can see, as kill(-1) signals only
+ * them.  Root's session of a process outside stays.  The number of the
+ * outside process is above 2, so that the namespace has no process of
+ * that number.
+ */
+TEST(pid_namespace_sees_only_its_own)
+{
+	pid_t outside = sleeper();
+	char path[128];
+	int rc;
+
+	ASSERT_LT(2, outside);
+	ASSERT_EQ(0, sys_htmm_start(outside, -1));
+	rc = run_as(0, NULL, NO_CAP, new_pidns, outside);
+	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d", outside);
+	EXPECT_EQ(0, access(path, F_OK))
+		TH_LOG("htmm_end(-1) in the namespace ended a session outside it");
+	EXPECT_EQ(0, sys_htmm_end(outside));
+	reap(outside);
+	ASSERT_NE(100, rc) TH_LOG("could not make a PID namespace");
+	ASSERT_EQ(0, rc);
+}
+
 FIXTURE(limits) {
 	char paranoid[16], mlock_kb[32], buffer_pages[16], source[256];
 	pid_t target;
