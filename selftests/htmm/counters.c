@@ -376,11 +376,11 @@ FIXTURE_SETUP(counters)
 }
 
 /*
- * In the parent of the test's process: the settings go back even when the
- * test died of a signal, and after a failed ASSERT, after which the
- * teardown in the test's process is skipped when built with -O2 (the
- * harness's child variable, set after setjmp(), reads back as the
- * parent's).
+ * Run once, in the parent of the test's process (the settings go back even
+ * when the test died of a signal) or, after a failed ASSERT, in the test's
+ * process itself: its longjmp() back into the harness's wrapper loses the
+ * child variable set after setjmp(), which then reads as the parent's (a
+ * FIXTURE_TEARDOWN() is skipped there).
  */
 FIXTURE_TEARDOWN_PARENT(counters)
 {

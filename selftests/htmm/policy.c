@@ -142,13 +142,13 @@ FIXTURE_SETUP(policy)
 }
 
 /*
- * In the parent, which the test's failures do not reach: a failed ASSERT
- * longjmp()s back into the harness's wrapper, whose record of which
- * process it is, set after the setjmp(), does not survive it, so that a
- * FIXTURE_TEARDOWN() in the test's process did not run after one (the
- * tunables stayed as the failed test left them).  The test's process is
- * gone by now, and its session with it; its children die with it
- * (PR_SET_PDEATHSIG).
+ * Run once, by whichever process gets there: after a pass or a fatal
+ * signal, the parent of the test's process; after a failed ASSERT, the
+ * test's process itself, whose longjmp() back into the harness's wrapper
+ * loses the record, set after the setjmp(), of which process it is (a
+ * FIXTURE_TEARDOWN() did not run at all then, and the tunables stayed as
+ * the failed test left them).  So it works in either: the test's session
+ * may still run, and its children die with it (PR_SET_PDEATHSIG).
  */
 FIXTURE_TEARDOWN_PARENT(policy)
 {

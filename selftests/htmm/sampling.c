@@ -74,53 +74,103 @@ static int count_trace(pid_t pid, unsigned long lo, unsigned long hi,
 	return 0;
 }
 
+/*
+ * What the tests change, to be put back after each, and the child of the
+ * test's process, to be ended.  The teardown runs in the parent of the
+ * test's process (FIXTURE_TEARDOWN_PARENT(), which shares this with it),
+ * or, after a failed ASSERT, in the test's process itself: this harness's
+ * wrapper takes the parent's path once the ASSERT longjmp()ed back into it
+ * (its record of which process it is does not survive the longjmp()).  A
+ * FIXTURE_TEARDOWN() did not run at all then: a failed test left the event
+ * on, sample_period_max and buffer_pages at 1 and the trace buffer at
+ * 8 MB to the tests after it.  Everything is saved here before it is
+ * changed, and the teardown needs nothing else.
+ */
 FIXTURE(sampling)
 {
-	bool traced;
+	char enable[8];		/* the event's "enable" */
+	char buffer_kb[32];	/* the trace's buffer_size_kb */
+	char period_max[32];	/* sample_period_max */
+	char buffer_pages[32];	/* buffer_pages, if a test sets it */
+	pid_t pid;		/* the test's child, until reaped */
 };
 
 FIXTURE_SETUP(sampling)
 {
+	char kb[64], *expanded;
 	int fd;
 
-	self->traced = false;
 	if (access(EVENT, W_OK))
 		SKIP(return, "no htmm:htmm_sample tracepoint (tracefs at " TRACING "?)");
+	ASSERT_EQ(0, read_file(TRACING "/buffer_size_kb", kb, sizeof(kb)));
+	/*
+	 * "7 (expanded: 1408)" before tracing was first used: the size it
+	 * takes then is the one to put back (7 would shrink it to 7 kB).
+	 */
+	expanded = strstr(kb, "expanded: ");
+	snprintf(self->buffer_kb, sizeof(self->buffer_kb), "%ld",
+		 strtol(expanded ? expanded + strlen("expanded: ") : kb,
+			NULL, 10));
+	ASSERT_EQ(0, read_file(EVENT, self->enable, sizeof(self->enable)));
+	ASSERT_EQ(0, read_file(HTMM "/sample_period_max", self->period_max,
+			       sizeof(self->period_max)));
 	ASSERT_EQ(0, write_file(TRACING "/buffer_size_kb", "8192"));
 	/* Empty the trace: an open with O_TRUNC does. */
 	fd = open(TRACING "/trace", O_WRONLY | O_TRUNC);
 	ASSERT_GE(fd, 0);
 	close(fd);
 	ASSERT_EQ(0, write_file(EVENT, "1"));
-	self->traced = true;
 	/* Every fault a sample: ksamplingd may have raised the period. */
 	ASSERT_EQ(0, write_file(HTMM "/sample_period_max", "1"));
 }
 
-FIXTURE_TEARDOWN(sampling)
+FIXTURE_TEARDOWN_PARENT(sampling)
 {
-	if (self->traced) {
-		write_file(EVENT, "0");
-		write_file(HTMM "/sample_period_max", "0");
+	/*
+	 * The child is killed, and reaped when this is its parent (the
+	 * test's process, after a failed ASSERT); its session goes with
+	 * its mm, which the next test must not find.
+	 */
+	if (self->pid > 0) {
+		kill(self->pid, SIGKILL);
+		waitpid(self->pid, NULL, 0);
+		if (!session_gone(self->pid, 30)) {
+			TH_LOG("sessions/%d still there 30 s after its process was killed",
+			       self->pid);
+			_metadata->exit_code = KSFT_FAIL;
+		}
 	}
+	if (self->buffer_pages[0])
+		write_file(HTMM "/buffer_pages", self->buffer_pages);
+	if (self->period_max[0])
+		write_file(HTMM "/sample_period_max", self->period_max);
+	if (self->enable[0])
+		write_file(EVENT, self->enable);
+	if (self->buffer_kb[0])
+		write_file(TRACING "/buffer_size_kb", self->buffer_kb);
 }
 
 /*
  * A child maps @len bytes, tells the parent where, waits for the go, then
- * touches the buffer for @seconds and exits.
+ * touches the buffer for @seconds and exits.  Its pid is kept in *@track
+ * (the fixture's) from its fork until it is reaped, for the teardown.
  */
 struct child {
 	pid_t pid;
+	pid_t *track;		/* the fixture's record of the pid */
 	int go;			/* write end: the child starts on a byte */
 	unsigned long lo, hi;	/* its buffer */
 };
 
-static int spawn_toucher(struct child *c, size_t len, double seconds)
+static int spawn_toucher(struct child *c, size_t len, double seconds,
+			 pid_t *track)
 {
 	const unsigned long slow_mask = 1UL << 1;
 	int up[2], down[2];
 	char byte;
 
+	c->pid = -1;
+	c->track = track;
 	if (pipe(up) || pipe(down))
 		return -1;
 	c->pid = fork();
@@ -162,6 +212,8 @@ static int spawn_toucher(struct child *c, size_t len, double seconds)
 			;
 		_exit(0);
 	}
+	/* The parent's: the fixture is shared with the child as well. */
+	*c->track = c->pid;
 	close(up[1]);
 	close(down[0]);
 	c->go = down[1];
@@ -184,6 +236,7 @@ static int wait_child(struct child *c)
 	close(c->go);
 	if (waitpid(c->pid, &status, 0) != c->pid)
 		return -1;
+	*c->track = 0;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -196,7 +249,7 @@ TEST_F_TIMEOUT(sampling, samples_land_in_the_touched_buffer, 300)
 	double t0;
 
 	ASSERT_GE(sampled0, 0) TH_LOG("no htmm_sampled in /proc/vmstat");
-	ASSERT_EQ(0, spawn_toucher(&c, 32 * MB, 3.0));
+	ASSERT_EQ(0, spawn_toucher(&c, 32 * MB, 3.0, &self->pid));
 	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
 	/* Its directory is there, so that its going below means something. */
 	EXPECT_TRUE(session_dir_exists(c.pid));
@@ -290,13 +343,15 @@ TEST_F_TIMEOUT(sampling, threads_created_after_start_are_sampled, 300)
 			;
 		_exit(0);
 	}
+	self->pid = pid;
 	close(up[1]);
 	close(hold[0]);
-	ASSERT_EQ(sizeof(range), read(up[0], range, sizeof(range)));
+	ASSERT_EQ((ssize_t)sizeof(range), read(up[0], range, sizeof(range)));
 	close(up[0]);
 	faults = wait_session_faults(pid, 2048, 60);
 	close(hold[1]);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	self->pid = 0;
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
 	ASSERT_EQ(0, count_trace(pid, range[0], range[1], &tc));
@@ -384,10 +439,11 @@ TEST_F_TIMEOUT(sampling, threads_running_before_start_are_sampled, 300)
 			;
 		_exit(0);
 	}
+	self->pid = pid;
 	close(up[1]);
 	close(down[0]);
 	close(hold[0]);
-	ASSERT_EQ(sizeof(range), read(up[0], range, sizeof(range)));
+	ASSERT_EQ((ssize_t)sizeof(range), read(up[0], range, sizeof(range)));
 	close(up[0]);
 	ASSERT_EQ(0, sys_htmm_start(pid, -1));
 	ASSERT_EQ(1, write(down[1], "g", 1));
@@ -395,6 +451,7 @@ TEST_F_TIMEOUT(sampling, threads_running_before_start_are_sampled, 300)
 	faults = wait_session_faults(pid, 4096, 60);
 	close(hold[1]);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	self->pid = 0;
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
 
@@ -508,6 +565,7 @@ TEST_F_TIMEOUT(sampling, threads_created_while_it_starts_are_sampled, 600)
 			madvise(p, len, MADV_NOHUGEPAGE);
 			racing_child(p, len, cloning, up[1], go[0], hold[0]);
 		}
+		self->pid = pid;
 		close(up[1]);
 		close(go[0]);
 		close(hold[0]);
@@ -522,6 +580,7 @@ TEST_F_TIMEOUT(sampling, threads_created_while_it_starts_are_sampled, 600)
 		close(go[1]);
 		close(up[0]);
 		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		self->pid = 0;
 		ASSERT_TRUE(WIFEXITED(status));
 		ASSERT_EQ(0, WEXITSTATUS(status));
 		if (faults < (long long)(len / 4096)) {
@@ -547,7 +606,7 @@ TEST_F_TIMEOUT(sampling, session_ends_when_its_process_exits, 300)
 	double t0;
 	int gone;
 
-	ASSERT_EQ(0, spawn_toucher(&c, 1 * MB, 0.1));
+	ASSERT_EQ(0, spawn_toucher(&c, 1 * MB, 0.1, &self->pid));
 	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
 	ASSERT_EQ(EBUSY, sys_htmm_start(c.pid, -1));
 	/* There while the process lives: named by its pid. */
@@ -585,16 +644,17 @@ static long long session_stat(pid_t pid, const char *name)
 TEST_F_TIMEOUT(sampling, overflowing_buffers_are_counted_not_misread, 300)
 {
 	long long lost0 = vmstat("htmm_sample_lost"), sampled, lost, malformed;
-	char pages[16] = "";
 	double start;
 	struct trace_count tc;
 	struct child c;
 
-	ASSERT_EQ(0, read_file(HTMM "/buffer_pages", pages, sizeof(pages)));
+	/* Put back by the teardown, also when an ASSERT below fails. */
+	ASSERT_EQ(0, read_file(HTMM "/buffer_pages", self->buffer_pages,
+			       sizeof(self->buffer_pages)));
 	ASSERT_EQ(0, write_file(HTMM "/buffer_pages", "1"));
-	ASSERT_EQ(0, spawn_toucher(&c, 64 * MB, 3.0));
+	ASSERT_EQ(0, spawn_toucher(&c, 64 * MB, 3.0, &self->pid));
 	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
-	ASSERT_EQ(0, write_file(HTMM "/buffer_pages", pages));
+	ASSERT_EQ(0, write_file(HTMM "/buffer_pages", self->buffer_pages));
 	ASSERT_EQ(1, write(c.go, "g", 1));
 	/*
 	 * Read the session's figures while it lives (the child waits for

@@ -415,7 +415,32 @@ TEST(reused_pid_starts_a_session_at_once)
 	ASSERT_TRUE(session_gone(again, 10));
 }
 
-/* ksamplingd's budget: the tunables it is made of, put back after. */
+/*
+ * Kill the test's child @pid, reap it if this process is its parent, and
+ * wait for its session to go; a session left behind fails the test.
+ */
+static void end_test_child(struct __test_metadata *_metadata, pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (!session_gone(pid, 30)) {
+		TH_LOG("sessions/%d still there 30 s after its process was killed",
+		       pid);
+		_metadata->exit_code = KSFT_FAIL;
+	}
+}
+
+/*
+ * ksamplingd's budget: the tunables it is made of, put back after, and the
+ * managed child, ended after.  The teardown is FIXTURE_TEARDOWN_PARENT(),
+ * which shares this with the test's process: a FIXTURE_TEARDOWN() did not
+ * run after a failed ASSERT, and left the quota and share of the test to
+ * every test after it.  After a failed ASSERT it runs in the test's
+ * process itself (the harness's wrapper takes the parent's path once the
+ * ASSERT longjmp()ed into it), else in its parent: it needs nothing else.
+ */
 FIXTURE(budget) {
 	char quota[32], share[32];
 	pid_t child;
@@ -430,10 +455,9 @@ FIXTURE_SETUP(budget)
 	self->child = -1;
 }
 
-FIXTURE_TEARDOWN(budget)
+FIXTURE_TEARDOWN_PARENT(budget)
 {
-	if (self->child > 0)
-		reap(self->child);
+	end_test_child(_metadata, self->child);
 	write_file(HTMM "/cpu_quota", self->quota);
 	write_file(HTMM "/cpu_share", self->share);
 }
@@ -461,6 +485,7 @@ static long long wait_budget(bool above, long long limit, double seconds)
 TEST_F_TIMEOUT(budget, follows_the_managed_processes_cpu, 120)
 {
 	long long busy, idle, quota = 10;
+	pid_t pid;
 
 	EXPECT_EQ(EINVAL, write_file(HTMM "/cpu_share", "1001"));
 	EXPECT_EQ(EINVAL, write_file(HTMM "/cpu_share", "all"));
@@ -469,15 +494,17 @@ TEST_F_TIMEOUT(budget, follows_the_managed_processes_cpu, 120)
 	/* With no session (the tests run one at a time): the quota. */
 	ASSERT_EQ(quota, get_ll(HTMM "/cpu_budget"));
 
-	self->child = fork();
-	ASSERT_LE(0, self->child);
-	if (!self->child) {
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
 		volatile unsigned long n = 0;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		for (;;)
 			n++;
 	}
+	/* Set by the parent only: the child shares the fixture. */
+	self->child = pid;
 	ASSERT_EQ(0, sys_htmm_start(self->child, -1));
 	/* A process on (most of) a cpu: its whole share, not 1%. */
 	busy = wait_budget(true, 300, 30);
@@ -496,26 +523,75 @@ TEST_F_TIMEOUT(budget, follows_the_managed_processes_cpu, 120)
 	ASSERT_EQ(0, kill(self->child, SIGCONT));
 	sleep(3);
 	EXPECT_GE(2 * quota, get_ll(HTMM "/cpu_budget"));
+	/* Ended here, where it is reaped: its pid is not killed again. */
+	end_test_child(_metadata, self->child);
+	self->child = -1;
 }
 
-/* The hotness tests sample fast: ksamplingd gets a fifth of a cpu. */
+/* The word in [] of the file @path ("[auto] hint-fault"); 0 or an errno. */
+static int read_choice(const char *path, char *buf, size_t size)
+{
+	char raw[256], *l, *r;
+	int err = read_file(path, raw, sizeof(raw));
+
+	if (err)
+		return err;
+	l = strchr(raw, '[');
+	r = l ? strchr(l, ']') : NULL;
+	if (!r || (size_t)(r - l) > size)
+		return EBADMSG;
+	*r = '\0';
+	memcpy(buf, l + 1, r - l);
+	return 0;
+}
+
+#define MEMCG "htmm-sysfs"
+
+/*
+ * The hotness tests sample fast: ksamplingd gets a fifth of a cpu.  What
+ * they change is put back after each, and what they leave is ended: the
+ * child of the test's process, whose session the next test must not find,
+ * and the memory cgroup it was in.  The teardown is
+ * FIXTURE_TEARDOWN_PARENT(), which shares this with the test's process: a
+ * FIXTURE_TEARDOWN() did not run after a failed ASSERT, and left the
+ * quota, the period bound and the source of the test behind.  After a
+ * failed ASSERT it runs in the test's process itself (the harness's
+ * wrapper takes the parent's path once the ASSERT longjmp()ed into it),
+ * else in its parent: it needs nothing but what is here.
+ */
 FIXTURE(hotness) {
 	char quota[32];
+	char period_max[32];
+	char source[32];
+	pid_t pid;		/* the test's child, until reaped */
+	bool memcg;		/* MEMCG may exist */
 };
 
 FIXTURE_SETUP(hotness)
 {
 	ASSERT_EQ(0, read_file(HTMM "/cpu_quota", self->quota,
 			       sizeof(self->quota)));
+	ASSERT_EQ(0, read_file(HTMM "/sample_period_max", self->period_max,
+			       sizeof(self->period_max)));
+	ASSERT_EQ(0, read_choice(HTMM "/source", self->source,
+				 sizeof(self->source)));
 	ASSERT_EQ(0, write_file(HTMM "/cpu_quota", "200"));
 }
 
-FIXTURE_TEARDOWN(hotness)
+FIXTURE_TEARDOWN_PARENT(hotness)
 {
-	if (self->quota[0])
-		write_file(HTMM "/cpu_quota", self->quota);
-	/* A test that stopped early leaves no sample period bound behind. */
-	write_file(HTMM "/sample_period_max", "0");
+	end_test_child(_metadata, self->pid);
+	/* Empty once its process has exited, a zombie or not. */
+	if (self->memcg) {
+		double start = now_s();
+
+		while (rmdir(CGROUP_ROOT "/" MEMCG) && errno == EBUSY &&
+		       now_s() - start < 10)
+			usleep(50000);
+	}
+	write_file(HTMM "/source", self->source);
+	write_file(HTMM "/sample_period_max", self->period_max);
+	write_file(HTMM "/cpu_quota", self->quota);
 }
 
 /*
@@ -549,6 +625,7 @@ TEST_F_TIMEOUT(hotness, first_touches_are_unarmed, 300)
 			;
 		_exit(0);
 	}
+	self->pid = pid;
 	close(go[0]);
 	ASSERT_EQ(0, write_file(HTMM "/source", "hint-fault"));
 	ASSERT_EQ(0, write_file(HTMM "/sample_period_max", "1"));
@@ -574,6 +651,7 @@ TEST_F_TIMEOUT(hotness, first_touches_are_unarmed, 300)
 	       lost1 - lost0);
 	close(go[1]);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	self->pid = 0;
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 
 	EXPECT_GE(unarmed1 - unarmed0 + lost1 - lost0,
@@ -595,6 +673,7 @@ TEST_F_TIMEOUT(hotness, counts_of_unmapped_ranges_are_freed, 300)
 	char c;
 
 	pid = hot_child(NULL, HOT_LEN, &cmd, &ack);
+	self->pid = pid;
 	ASSERT_LT(0, pid);
 	ASSERT_EQ(1, read(ack, &c, 1));
 	ASSERT_EQ(0, sys_htmm_start(pid, -1));
@@ -606,6 +685,7 @@ TEST_F_TIMEOUT(hotness, counts_of_unmapped_ranges_are_freed, 300)
 	TH_LOG("tracked pages: %lld with the 32 MiB buffer mapped, %lld after it was unmapped",
 	       before, after);
 	end_child(pid, cmd, ack);
+	self->pid = 0;
 	ASSERT_GE(before, (long long)(HOT_LEN / 4096 / 4));
 	ASSERT_LE(after, 1024);
 }
@@ -622,6 +702,7 @@ TEST_F_TIMEOUT(hotness, exec_starts_counts_afresh, 300)
 	char c;
 
 	pid = hot_child((void *)HOLD_ADDR, HOT_LEN, &cmd, &ack);
+	self->pid = pid;
 	ASSERT_LT(0, pid);
 	ASSERT_EQ(1, read(ack, &c, 1)) TH_LOG("the child could not map its buffer");
 	ASSERT_EQ(0, sys_htmm_start(pid, -1));
@@ -633,11 +714,10 @@ TEST_F_TIMEOUT(hotness, exec_starts_counts_afresh, 300)
 	after = wait_session_ll(pid, "tracked", 64, 0, 20);
 	TH_LOG("tracked pages: %lld before the exec, %lld after", before, after);
 	end_child(pid, cmd, ack);
+	self->pid = 0;
 	ASSERT_GE(before, (long long)(HOT_LEN / 4096 / 4));
 	ASSERT_LE(after, 64);
 }
-
-#define MEMCG "htmm-sysfs"
 
 /* The figure @key of the memory.stat of the cgroup @name, or -1. */
 static long long memcg_stat(const char *name, const char *key)
@@ -673,9 +753,11 @@ TEST_F_TIMEOUT(hotness, counts_are_charged_to_the_process_memcg, 300)
 	pid_t pid;
 	char c;
 
+	self->memcg = true;
 	err = cgroup_make(MEMCG, "memory");
 	ASSERT_EQ(0, err) TH_LOG("no memory cgroup: %s", strerror(err));
 	pid = hot_child(NULL, len, &cmd, &ack);
+	self->pid = pid;
 	ASSERT_LT(0, pid);
 	ASSERT_EQ(1, read(ack, &c, 1));
 	ASSERT_EQ(0, cgroup_join(MEMCG, pid));
@@ -689,6 +771,7 @@ TEST_F_TIMEOUT(hotness, counts_are_charged_to_the_process_memcg, 300)
 	       tracked, slab0, slab1, slab1 - slab0,
 	       tracked > 0 ? (double)(slab1 - slab0) / tracked : 0.0);
 	end_child(pid, cmd, ack);
+	self->pid = 0;
 	cgroup_remove(MEMCG);
 	ASSERT_GE(tracked, (long long)(len / 4096 / 2));
 	ASSERT_GE(slab1 - slab0, tracked / 64 * 256 / 2);
@@ -733,7 +816,7 @@ static void *waiting_thread(void *arg)
  * than the leader makes it the leader and ends the others.
  */
 static void keeps_sampling(struct __test_metadata *_metadata,
-			   enum after_start what)
+			   FIXTURE_DATA(hotness) *self, enum after_start what)
 {
 	long long sampled0, sampled1 = -1;
 	int thread_cmd[2], leader_cmd[2];
@@ -755,6 +838,7 @@ static void keeps_sampling(struct __test_metadata *_metadata,
 			_exit(33);
 		act(c);
 	}
+	self->pid = pid;
 	close(thread_cmd[0]);
 	close(leader_cmd[0]);
 	ASSERT_EQ(0, sys_htmm_start(pid, -1));
@@ -792,6 +876,7 @@ static void keeps_sampling(struct __test_metadata *_metadata,
 	       session_ll(pid, "unarmed"), session_ll(pid, "lost"));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	self->pid = 0;
 	close(thread_cmd[1]);
 	close(leader_cmd[1]);
 	ASSERT_LE(0, sampled0) TH_LOG("the session did not follow");
@@ -800,22 +885,22 @@ static void keeps_sampling(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(hotness, exec_by_the_leader_keeps_sampling, 300)
 {
-	keeps_sampling(_metadata, EXEC_BY_LEADER);
+	keeps_sampling(_metadata, self, EXEC_BY_LEADER);
 }
 
 TEST_F_TIMEOUT(hotness, exec_by_a_thread_keeps_sampling, 300)
 {
-	keeps_sampling(_metadata, EXEC_BY_THREAD);
+	keeps_sampling(_metadata, self, EXEC_BY_THREAD);
 }
 
 TEST_F_TIMEOUT(hotness, leader_exit_keeps_sampling, 300)
 {
-	keeps_sampling(_metadata, LEADER_EXITS);
+	keeps_sampling(_metadata, self, LEADER_EXITS);
 }
 
 TEST_F_TIMEOUT(hotness, sibling_exit_keeps_sampling, 300)
 {
-	keeps_sampling(_metadata, SIBLING_EXITS);
+	keeps_sampling(_metadata, self, SIBLING_EXITS);
 }
 
 /*

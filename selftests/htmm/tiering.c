@@ -158,11 +158,11 @@ FIXTURE_SETUP(tiering)
 static void leave_cpuset(void);
 
 /*
- * In the parent, which a failed ASSERT does not reach (see policy.c): a
- * FIXTURE_TEARDOWN() in the test's process does not run after one, and
- * the tunables stayed as the failed test left them for every test after
- * it.  The test's process is gone by now, its session and its cpuset
- * membership with it: the cpuset can go.
+ * Run once, in the parent of the test's process or, after a failed ASSERT,
+ * in the test's process itself (see policy.c): a FIXTURE_TEARDOWN() did
+ * not run after one, and the tunables stayed as the failed test left them
+ * for every test after it.  leave_cpuset() moves the calling process out
+ * first, so that the cpuset can go from either.
  */
 FIXTURE_TEARDOWN_PARENT(tiering)
 {
