@@ -155,6 +155,10 @@ def guest_tests(args, tally):
     results = tp.parse_kselftest(body)
     for r in results:
         tally.add("kselftest", r)
+        # Why it failed, in the run's own output (CI keeps no guest log).
+        if r.status == tp.FAIL:
+            for line in tp.kselftest_log(body, r.name):
+                print(f"    | {line}", flush=True)
     if begin < 0:
         tally.add("guest", tp.Result("started the tests", tp.FAIL,
                                      "no HTMM-GUEST-BEGIN: the guest never reached its init"))

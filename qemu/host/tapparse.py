@@ -140,6 +140,38 @@ def parse_kselftest(text):
     return out
 
 
+def kselftest_log(text, name, limit=20):
+    """The harness's lines for the kselftest case @name (as parse_kselftest()
+    names it, "htmm:tiering.fixture.case"): from its "RUN" line to its
+    verdict, the last @limit of them, without the TAP nesting.  What a
+    failed case printed (its measurements, the assertion that failed), so
+    that a run's output says why, not only what."""
+    prog, _, case = name.partition(":")[2].partition(".")
+    if not case:
+        return []
+    if "." not in case:
+        case = "global." + case
+    block, inside, ours = [], False, False
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        while line.startswith("# "):
+            line = line[2:]
+        words = line.split()
+        # "selftests: htmm: tiering": the program whose output follows.
+        if words[:1] == ["selftests:"] and len(words) == 3:
+            ours = words[2] == prog
+        if not ours:
+            continue
+        if words[:2] == ["RUN", case]:
+            block, inside = [line.strip()], True
+        elif inside:
+            block.append(line.strip())
+            if len(words) == 2 and words[1] == case and \
+                    words[0] in ("OK", "FAIL", "SKIP", "XFAIL"):
+                inside = False
+    return block[-limit:]
+
+
 def parse_kunit(console):
     """KUnit results from the console log, one per test case (or param)."""
     tap = _NestedTap()

@@ -230,4 +230,39 @@ def test_manifest_bad_lines_are_refused():
         raise AssertionError(f"accepted {bad!r}")
 
 
+KSELFTEST_FAILED_CASE = """\
+TAP version 13
+1..1
+# selftests: htmm: tiering
+# TAP version 13
+# 1..2
+# #  RUN           tiering.a ...
+# #            OK  tiering.a
+# ok 1 tiering.a
+# #  RUN           tiering.b ...
+# # tiering.c:10:b:after 2.0 s: period 4
+# # tiering.c:12:b:Expected 100 (100) == total (150)
+# # b: Test failed
+# #          FAIL  tiering.b
+# not ok 2 tiering.b
+not ok 1 selftests: htmm: tiering
+"""
+
+
+def test_kselftest_log_of_a_failed_case():
+    r = tp.parse_kselftest(KSELFTEST_FAILED_CASE)
+    assert names(r, tp.FAIL) == ["htmm:tiering.tiering.b"]
+    log = tp.kselftest_log(KSELFTEST_FAILED_CASE, "htmm:tiering.tiering.b")
+    assert log[0] == "RUN           tiering.b ...", log
+    assert "tiering.c:12:b:Expected 100 (100) == total (150)" in log, log
+    assert log[-1] == "FAIL  tiering.b", log
+    assert not tp.kselftest_log(KSELFTEST_FAILED_CASE, "htmm:tiering.tiering.c")
+    assert len(tp.kselftest_log(KSELFTEST_FAILED_CASE, "htmm:tiering.tiering.b", 2)) == 2
+
+
+def test_kselftest_log_of_a_global_case():
+    log = tp.kselftest_log(KSELFTEST_OK, "htmm:topology.a")
+    assert log == ["RUN           global.a ...", "OK  global.a"], log
+
+
 ALL = [v for k, v in sorted(globals().items()) if k.startswith("test_")]
