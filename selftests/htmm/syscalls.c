@@ -1184,6 +1184,24 @@ static void read_for(const char *p, size_t len, double seconds)
 }
 
 /*
+ * @len bytes of small pages, first touched on the slow node, then with a
+ * policy htmm manages (page by page: htmm moves a huge page whole); NULL
+ * on failure.
+ */
+static char *slow_buffer(size_t len)
+{
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (buf == MAP_FAILED)
+		return NULL;
+	if (madvise(buf, len, MADV_NOHUGEPAGE) || bind_to(buf, len, SLOW))
+		return NULL;
+	memset(buf, 1, len);
+	return bind_to(buf, len, -1) ? NULL : buf;
+}
+
+/*
  * The tunables after_end changes, put back after it, and the test's
  * process, whose own session the test starts.
  */
@@ -1297,15 +1315,8 @@ TEST_F_TIMEOUT(after_end, pages_stay_put_after_the_session_ends, 1500)
 	at_end = calloc(n, sizeof(*at_end));
 	down = calloc(n - half, sizeof(*down));
 	ASSERT_TRUE(pages && status && at_end && down);
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, buf);
-	/* Page by page: htmm moves a huge page whole. */
-	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
-	/* First touched on the slow node; then a policy htmm manages. */
-	ASSERT_EQ(0, bind_to(buf, len, SLOW));
-	memset(buf, 1, len);
-	ASSERT_EQ(0, bind_to(buf, len, -1));
+	buf = slow_buffer(len);
+	ASSERT_NE(NULL, buf);
 	for (i = 0; i < n; i++)
 		pages[i] = buf + i * PAGE;
 	ASSERT_EQ(0, pages_status(pages, n, NULL, status));
@@ -1429,13 +1440,8 @@ TEST_F_TIMEOUT(after_end, nothing_is_left_armed, 300)
 		SKIP(return, "no NUMA balancing: no numa_hint_faults to count");
 	ASSERT_EQ(0, read_file(HTMM_SYSFS "/hint_scan_period_ms", period,
 			       sizeof(period)));
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, buf);
-	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
-	ASSERT_EQ(0, bind_to(buf, len, SLOW));
-	memset(buf, 1, len);
-	ASSERT_EQ(0, bind_to(buf, len, -1));
+	buf = slow_buffer(len);
+	ASSERT_NE(NULL, buf);
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	/* Three windows, each of hint_scan_mb (the whole buffer). */
