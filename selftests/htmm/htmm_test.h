@@ -252,6 +252,30 @@ static inline int session_gone(pid_t pid, double timeout_s)
 }
 
 /*
+ * The pids of the sessions in sessions/, the first @max of them in @pids
+ * (which may be NULL, to count them); how many there are, or -1 if the
+ * directory cannot be read.
+ */
+static inline int session_pids(pid_t *pids, int max)
+{
+	DIR *d = opendir(HTMM_SYSFS "/sessions");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (pids && n < max)
+			pids[n] = atoi(e->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
  * The number of sessions in sessions/ once it is empty or @timeout_s has
  * passed; -1 if the directory cannot be read.
  */
@@ -260,16 +284,9 @@ static inline int sessions_left(double timeout_s)
 	double t0 = now_s();
 
 	for (;;) {
-		DIR *d = opendir(HTMM_SYSFS "/sessions");
-		struct dirent *e;
-		int n = 0;
+		int n = session_pids(NULL, 0);
 
-		if (!d)
-			return -1;
-		while ((e = readdir(d)))
-			n += e->d_name[0] != '.';
-		closedir(d);
-		if (!n || now_s() - t0 > timeout_s)
+		if (n <= 0 || now_s() - t0 > timeout_s)
 			return n;
 		usleep(50000);
 	}

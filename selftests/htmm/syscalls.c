@@ -1170,17 +1170,24 @@ static unsigned long count_on(const int *status, unsigned long n, int node)
 	return on;
 }
 
+/* Read one byte of every page of [p, p + len) once. */
+static void read_once(const char *p, size_t len)
+{
+	const volatile char *v = p;
+	unsigned long sum = 0;
+
+	for (size_t off = 0; off < len; off += PAGE)
+		sum += v[off];
+	(void)sum;
+}
+
 /* Read one byte of every page of [p, p + len) for @seconds. */
 static void read_for(const char *p, size_t len, double seconds)
 {
-	const volatile char *v = p;
 	double end = now_s() + seconds;
-	unsigned long sum = 0;
 
 	while (now_s() < end)
-		for (size_t off = 0; off < len; off += PAGE)
-			sum += v[off];
-	(void)sum;
+		read_once(p, len);
 }
 
 /*
@@ -1403,17 +1410,6 @@ TEST_F_TIMEOUT(after_end, pages_stay_put_after_the_session_ends, 1500)
 	free(status);
 	free(at_end);
 	free(down);
-}
-
-/* Read one byte of every page of [p, p + len) once. */
-static void read_once(const char *p, size_t len)
-{
-	const volatile char *v = p;
-	unsigned long sum = 0;
-
-	for (size_t off = 0; off < len; off += PAGE)
-		sum += v[off];
-	(void)sum;
 }
 
 /*
