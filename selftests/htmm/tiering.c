@@ -353,8 +353,10 @@ TEST_F_TIMEOUT(tiering, sessions_are_paced_each_on_its_own, TIERING_TIMEOUT)
 	 * The busy buffer stays on node 1, where every round arms it: once
 	 * promoted, it would take no more faults, and cost ksamplingd too
 	 * little to need a longer period (12/1000 of a cpu, seen once).  Its
-	 * faults then cost ksamplingd about 40/1000 at the densest period
-	 * (and the process most of its time): twice the quota.
+	 * faults then cost ksamplingd 27 to 40/1000 at the densest period
+	 * (and the process most of its time), over the quota: the period
+	 * doubles.  Further doublings are a matter of timing: one run took
+	 * 20 s to reach 4, with the cost at 22/1000, near the quota.
 	 */
 	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/promote_rate_mb", "0"));
 	/* Before the buffer, so that the two share no page. */
@@ -383,7 +385,7 @@ TEST_F_TIMEOUT(tiering, sessions_are_paced_each_on_its_own, TIERING_TIMEOUT)
 		total = read_file(HTMM_SYSFS "/cpu_budget", cb, sizeof(cb)) ?
 			-1 : atoll(cb);
 		sum = sessions_budget(&n);
-		if (busy >= 4)
+		if (busy >= 2)
 			break;
 	}
 	read_file(HTMM_SYSFS "/sample_period_min", bounds[0], sizeof(bounds[0]));
@@ -396,7 +398,7 @@ TEST_F_TIMEOUT(tiering, sessions_are_paced_each_on_its_own, TIERING_TIMEOUT)
 	kill(quiet, SIGKILL);
 	waitpid(quiet, &status, 0);
 	ASSERT_EQ(0, sys_htmm_end(0));
-	ASSERT_LE(4, busy) TH_LOG("the busy process's period never rose");
+	ASSERT_LE(2, busy) TH_LOG("the busy process's period never rose");
 	ASSERT_EQ(1, quiet_period);
 	ASSERT_EQ(20, quiet_budget);
 	/*
