@@ -140,12 +140,49 @@ def parse_kselftest(text):
     return out
 
 
+# The harness's line for an assertion that failed, "tiering.c:12:b:Expected
+# 100 (100) == total (150)", and its place, which its TH_LOG() lines share.
+_EXPECTED = re.compile(r"^(\S+?:\d+:[^:\s]+:)Expected ")
+
+
+def _log_excerpt(block, limit):
+    """At most @limit lines of @block: its first line (the "RUN" line), the
+    assertions that failed, each with the lines of its place that follow
+    it (its TH_LOG() message), then as many of the last lines as fit, with
+    a line saying how many were left out.  A case that logged more than
+    @limit lines before it failed must not lose the line that says why."""
+    if len(block) <= limit:
+        return block
+    keep, place = set(), None
+    for i, line in enumerate(block):
+        m = _EXPECTED.match(line)
+        if m:
+            place = m.group(1)
+            keep.add(i)
+        elif place and line.startswith(place):
+            keep.add(i)
+        else:
+            place = None
+    keys = sorted(keep - {0})[:max(limit // 2 - 1, 1)]
+    room = max(limit - 2 - len(keys), 1)
+    tail = [i for i in range(len(block) - room, len(block)) if i > 0 and i not in keys]
+    picked = [0] + sorted(set(keys) | set(tail))
+    out, last = [], 0
+    for i in picked:
+        if i > last + 1:
+            out.append(f"... ({i - last - 1} left out)")
+        out.append(block[i])
+        last = i
+    return out
+
+
 def kselftest_log(text, name, limit=20):
     """The harness's lines for the kselftest case @name (as parse_kselftest()
     names it, "htmm:tiering.fixture.case"): from its "RUN" line to its
-    verdict, the last @limit of them, without the TAP nesting.  What a
-    failed case printed (its measurements, the assertion that failed), so
-    that a run's output says why, not only what."""
+    verdict, without the TAP nesting, at most @limit of them (about; see
+    _log_excerpt()).  What a failed case printed (its measurements, the
+    assertion that failed), so that a run's output says why, not only
+    what."""
     prog, _, case = name.partition(":")[2].partition(".")
     if not case:
         return []
@@ -169,7 +206,7 @@ def kselftest_log(text, name, limit=20):
             if len(words) == 2 and words[1] == case and \
                     words[0] in ("OK", "FAIL", "SKIP", "XFAIL"):
                 inside = False
-    return block[-limit:]
+    return _log_excerpt(block, limit)
 
 
 def parse_kunit(console):

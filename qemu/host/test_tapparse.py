@@ -257,7 +257,30 @@ def test_kselftest_log_of_a_failed_case():
     assert "tiering.c:12:b:Expected 100 (100) == total (150)" in log, log
     assert log[-1] == "FAIL  tiering.b", log
     assert not tp.kselftest_log(KSELFTEST_FAILED_CASE, "htmm:tiering.tiering.c")
-    assert len(tp.kselftest_log(KSELFTEST_FAILED_CASE, "htmm:tiering.tiering.b", 2)) == 2
+    # Cut short, it keeps the RUN line, the failed assertion and the verdict.
+    assert tp.kselftest_log(KSELFTEST_FAILED_CASE, "htmm:tiering.tiering.b", 2) == [
+        "RUN           tiering.b ...", "... (1 left out)",
+        "tiering.c:12:b:Expected 100 (100) == total (150)", "... (1 left out)",
+        "FAIL  tiering.b"]
+
+
+def test_kselftest_log_keeps_the_assertion_of_a_long_case():
+    """A case that logged more than the excerpt holds before it failed:
+    the excerpt still shows what it expected, with its message."""
+    lines = ["# selftests: htmm: tiering", "# 1..1", "# #  RUN           tiering.b ..."]
+    lines += [f"# # tiering.c:10:b:{t} s: period 4" for t in range(40)]
+    lines += ["# # tiering.c:12:b:Expected 0 (0) <= t90 (-1)",
+              "# # tiering.c:12:b:90% of the hot set never reached node 0"]
+    lines += [f"# # tiering.c:14:b:cleanup {t}" for t in range(30)]
+    lines += ["# # b: Test failed", "# #          FAIL  tiering.b", "# not ok 1 tiering.b",
+              "not ok 1 selftests: htmm: tiering"]
+    log = tp.kselftest_log("\n".join(lines) + "\n", "htmm:tiering.tiering.b")
+    assert log[0] == "RUN           tiering.b ...", log
+    i = log.index("tiering.c:12:b:Expected 0 (0) <= t90 (-1)")
+    assert log[i + 1] == "tiering.c:12:b:90% of the hot set never reached node 0", log
+    assert log[-1] == "FAIL  tiering.b", log
+    assert "... (40 left out)" in log, log
+    assert len(log) <= 20 + 2, log
 
 
 def test_kselftest_log_of_a_global_case():
