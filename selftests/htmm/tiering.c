@@ -1029,6 +1029,79 @@ TEST_F_TIMEOUT(tiering, shared_pages_stay_until_unshared, TIERING_TIMEOUT)
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
+#define KSM_SYSFS "/sys/kernel/mm/ksm"
+
+/*
+ * Pages that KSM merged stay where they are, however often they are read:
+ * a KSM page is shared with whatever else has the same content, and it is
+ * KSM's to place.  A private buffer read alike goes up meanwhile: the
+ * control that shows the time was long enough for a page to move.
+ */
+TEST_F_TIMEOUT(tiering, ksm_pages_stay_put, TIERING_TIMEOUT)
+{
+	const size_t len = 8 * MB, pages = len / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE), *own, val[32];
+	long on, own_on = 0, most = 0, sharing = 0;
+	double start, t_up = -1;
+	size_t i;
+
+	ASSERT_NE(NULL, buf);
+	if (access(KSM_SYSFS "/run", W_OK))
+		SKIP(return, "needs KSM (CONFIG_KSM)");
+	/* Every page alike, and not zero: KSM merges them into one. */
+	memset(buf, 0x5a, len);
+	ASSERT_EQ((long)pages, pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, madvise(buf, len, MADV_MERGEABLE));
+	ASSERT_EQ(0, set_knob(&self->saved, KSM_SYSFS "/pages_to_scan", "4096"));
+	ASSERT_EQ(0, set_knob(&self->saved, KSM_SYSFS "/sleep_millisecs", "10"));
+	ASSERT_EQ(0, set_knob(&self->saved, KSM_SYSFS "/run", "1"));
+	start = now_s();
+	while (now_s() - start < patience(60)) {
+		if (!read_file(KSM_SYSFS "/pages_sharing", val, sizeof(val)))
+			sharing = atol(val);
+		if (sharing * 10 >= (long)pages * 9)
+			break;
+		usleep(100 * 1000);
+	}
+	TH_LOG("KSM: %ld pages sharing after %.1f s", sharing, now_s() - start);
+	ASSERT_GE(sharing * 10, (long)pages * 9);
+
+	own = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	ASSERT_NE(NULL, own);
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < patience(120) &&
+	       (t_up < 0 || now_s() - start < 10)) {
+		double t = now_s();
+
+		while (now_s() - t < 1) {
+			read_pages(buf, len);
+			read_pages(own, len);
+		}
+		on = pages_on(buf, len, FAST, NULL);
+		own_on = pages_on(own, len, FAST, NULL);
+		ASSERT_LE(0, on);
+		ASSERT_LE(0, own_on);
+		if (on > most)
+			most = on;
+		if (t_up < 0 && own_on * 10 >= (long)pages * 9)
+			t_up = now_s() - start;
+	}
+	log_session(_metadata);
+	TH_LOG("after %.1f s: private buffer %ld of %zu pages on node 0 (90%% after %.1f s); merged: at most %ld on node 0",
+	       now_s() - start, own_on, pages, t_up, most);
+	ASSERT_LE(0, t_up) TH_LOG("the private buffer never went up");
+	ASSERT_EQ(0, most);
+	/* Still merged, and still what was written. */
+	ASSERT_EQ(0, read_file(KSM_SYSFS "/pages_sharing", val, sizeof(val)));
+	ASSERT_GE(atol(val) * 10, (long)pages * 9);
+	for (i = 0; i < len && buf[i] == 0x5a; i++)
+		;
+	ASSERT_EQ(len, i);
+	ASSERT_EQ(-1, check(own, len, (uintptr_t)own));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
 static long vm_locked_kb(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");
