@@ -946,6 +946,42 @@ TEST_F_TIMEOUT(tiering, cpuset_change_is_honoured, TIERING_TIMEOUT)
 }
 
 /*
+ * Read @kept and @own alike, a second at a time, for 10 s at least and
+ * until 90% of @own is on node 0 (as long as a debug kernel needs): @kept
+ * has the same chance to go up as @own, the control.  *@most is the most
+ * of @kept seen on node 0, *@own_on what of @own is there at the end.
+ * Returns the seconds @own took to be 90% up, or -1 if it never was.
+ */
+static double read_beside_control(struct __test_metadata *_metadata,
+				  const char *kept, const char *own,
+				  size_t len, long *most, long *own_on)
+{
+	double start = now_s(), t_up = -1;
+	long on;
+
+	*most = 0;
+	*own_on = 0;
+	while (now_s() - start < patience(120) &&
+	       (t_up < 0 || now_s() - start < 10)) {
+		double t = now_s();
+
+		while (now_s() - t < 1) {
+			read_pages(kept, len);
+			read_pages(own, len);
+		}
+		on = pages_on((void *)kept, len, FAST, NULL);
+		*own_on = pages_on((void *)own, len, FAST, NULL);
+		EXPECT_LE(0, on);
+		EXPECT_LE(0, *own_on);
+		if (on > *most)
+			*most = on;
+		if (t_up < 0 && *own_on * 10 >= (long)(len / PAGE) * 9)
+			t_up = now_s() - start;
+	}
+	return t_up;
+}
+
+/*
  * Pages another process maps too (here a forked child's copy-on-write
  * view) stay where they are, as migrate_pages(2) leaves them without
  * MPOL_MF_MOVE_ALL; the hint-fault source does not even arm them, as NUMA
@@ -956,9 +992,9 @@ TEST_F_TIMEOUT(tiering, cpuset_change_is_honoured, TIERING_TIMEOUT)
 TEST_F_TIMEOUT(tiering, shared_pages_stay_until_unshared, TIERING_TIMEOUT)
 {
 	const size_t len = 16 * MB;
-	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE), *own, *bufs[2];
-	double start, t_up = -1;
-	long on, own_on = 0, most = 0;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE), *own;
+	double start, t_up;
+	long on, own_on, most;
 	int pipefd[2], status;
 	long long promoted;
 	pid_t pid;
@@ -978,32 +1014,11 @@ TEST_F_TIMEOUT(tiering, shared_pages_stay_until_unshared, TIERING_TIMEOUT)
 	/* After the fork: this process's own, the control. */
 	own = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
 	ASSERT_NE(NULL, own);
-	bufs[0] = own;
-	bufs[1] = buf;
 
-	/*
-	 * 10 s at least, and until the private buffer is 90% up (as long
-	 * as a debug kernel needs): read alike, the shared pages had the
-	 * same chance to go up.  The most of them seen on node 0 counts.
-	 */
+	/* The shared pages, read as the private ones go up. */
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
-	while (now_s() - start < patience(120) &&
-	       (t_up < 0 || now_s() - start < 10)) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			for (int i = 0; i < 2; i++)
-				read_pages(bufs[i], len);
-		on = pages_on(buf, len, FAST, NULL);
-		own_on = pages_on(own, len, FAST, NULL);
-		ASSERT_LE(0, on);
-		ASSERT_LE(0, own_on);
-		if (on > most)
-			most = on;
-		if (t_up < 0 && own_on * 10 >= (long)(len / PAGE) * 9)
-			t_up = now_s() - start;
-	}
+	t_up = read_beside_control(_metadata, buf, own, len, &most, &own_on);
 	promoted = session_stat(getpid(), "promoted");
 	log_session(_metadata);
 	TH_LOG("after %.1f s: private buffer %ld of %zu pages on node 0 (90%% after %.1f s); shared: at most %ld on node 0",
@@ -1041,8 +1056,8 @@ TEST_F_TIMEOUT(tiering, ksm_pages_stay_put, TIERING_TIMEOUT)
 {
 	const size_t len = 8 * MB, pages = len / PAGE;
 	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE), *own, val[32];
-	long on, own_on = 0, most = 0, sharing = 0;
-	double start, t_up = -1;
+	long own_on, most, sharing = 0;
+	double start, t_up;
 	size_t i;
 
 	ASSERT_NE(NULL, buf);
@@ -1070,23 +1085,7 @@ TEST_F_TIMEOUT(tiering, ksm_pages_stay_put, TIERING_TIMEOUT)
 	ASSERT_NE(NULL, own);
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
-	while (now_s() - start < patience(120) &&
-	       (t_up < 0 || now_s() - start < 10)) {
-		double t = now_s();
-
-		while (now_s() - t < 1) {
-			read_pages(buf, len);
-			read_pages(own, len);
-		}
-		on = pages_on(buf, len, FAST, NULL);
-		own_on = pages_on(own, len, FAST, NULL);
-		ASSERT_LE(0, on);
-		ASSERT_LE(0, own_on);
-		if (on > most)
-			most = on;
-		if (t_up < 0 && own_on * 10 >= (long)pages * 9)
-			t_up = now_s() - start;
-	}
+	t_up = read_beside_control(_metadata, buf, own, len, &most, &own_on);
 	log_session(_metadata);
 	TH_LOG("after %.1f s: private buffer %ld of %zu pages on node 0 (90%% after %.1f s); merged: at most %ld on node 0",
 	       now_s() - start, own_on, pages, t_up, most);
