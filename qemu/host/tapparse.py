@@ -165,10 +165,9 @@ def _log_excerpt(block, limit):
             place = None
     keys = sorted(keep - {0})[:max(limit // 2 - 1, 1)]
     room = max(limit - 2 - len(keys), 1)
-    tail = [i for i in range(len(block) - room, len(block)) if i > 0 and i not in keys]
-    picked = [0] + sorted(set(keys) | set(tail))
+    picked = {0, *keys, *range(max(len(block) - room, 1), len(block))}
     out, last = [], 0
-    for i in picked:
+    for i in sorted(picked):
         if i > last + 1:
             out.append(f"... ({i - last - 1} left out)")
         out.append(block[i])

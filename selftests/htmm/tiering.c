@@ -971,8 +971,8 @@ static double read_beside_control(struct __test_metadata *_metadata,
 		}
 		on = pages_on((void *)kept, len, FAST, NULL);
 		*own_on = pages_on((void *)own, len, FAST, NULL);
-		EXPECT_LE(0, on);
-		EXPECT_LE(0, *own_on);
+		ASSERT_LE(0, on);
+		ASSERT_LE(0, *own_on);
 		if (on > *most)
 			*most = on;
 		if (t_up < 0 && *own_on * 10 >= (long)(len / PAGE) * 9)
