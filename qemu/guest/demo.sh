@@ -4,7 +4,8 @@
 echo
 echo "=== htmm demo: $(uname -sr), $(nproc) CPUs ==="
 echo
-echo "NUMA nodes (node 0: CPUs and fast memory; node 1: memory only, slower):"
+echo "NUMA nodes (node 0: CPUs and fast memory; node 1: memory only, slower;"
+echo "node 2: a DIMM left offline, no memory until it is onlined):"
 for d in /sys/devices/system/node/node[0-9]*; do
 	n=${d##*node}
 	mem=$(awk '/MemTotal/ { printf "%d MiB", $4 / 1024 }' "$d/meminfo")

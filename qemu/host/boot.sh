@@ -3,7 +3,10 @@
 #
 # Boot the htmm guest: two NUMA nodes described to the kernel by ACPI SRAT
 # and HMAT, node 0 with every CPU and fast memory (the top tier), node 1 with
-# slower memory and no CPU (a lower tier), as CXL or persistent memory is.
+# slower memory and no CPU (a lower tier), as CXL or persistent memory is;
+# and a third, node 2, whose only memory is a 128 MiB DIMM that the guest
+# leaves offline at boot: a memoryless node, which the memory-hotplug tests
+# online and take offline again.
 #
 #   boot.sh --kernel BZIMAGE --initrd CPIO [--mode test|demo|bench|shell|slowtier-test]
 #           [--fast-mem 1G] [--slow-mem 1G] [--cpus 2] [--timeout SECONDS]
@@ -103,17 +106,26 @@ fi
 
 last_cpu=$((cpus - 1))
 args=(
-	-machine pc,hmat=on -cpu max -smp "$cpus" -m "$((fast_mb + slow_mb))M"
+	-machine pc,hmat=on -cpu max -smp "$cpus"
+	-m "$((fast_mb + slow_mb))M,slots=1,maxmem=$((fast_mb + slow_mb + 128))M"
 	-object "memory-backend-ram,id=m0,size=${fast_mb}M"
 	-object "memory-backend-ram,id=m1,size=${slow_mb}M"
 	-numa "node,nodeid=0,cpus=0-$last_cpu,memdev=m0"
 	-numa node,nodeid=1,memdev=m1,initiator=0
+	# Node 2: a 128 MiB DIMM that the guest finds at boot and leaves
+	# offline (a memoryless node), as fast as node 0 once a test onlines
+	# it; see the memory-hotplug kselftests.
+	-numa node,nodeid=2,initiator=0
+	-object memory-backend-ram,id=m2,size=128M
+	-device pc-dimm,id=dimm2,memdev=m2,node=2
 	# Latency and bandwidth as seen from node 0's CPUs: local DRAM, and a
 	# CXL-like tier about three times slower.
 	-numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=80
 	-numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=20G
 	-numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=250
 	-numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G
+	-numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-latency,latency=80
+	-numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=20G
 	-kernel "$kernel" -initrd "$initrd"
 	-display none -no-reboot
 )

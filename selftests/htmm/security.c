@@ -7,9 +7,9 @@
  * takes CAP_SYS_NICE, and ring buffers beyond perf_event_mlock_kb take
  * CAP_IPC_LOCK.  In a PID namespace, the system calls name processes by
  * the namespace's pids and reach only the processes it can see.
- *
- * EACCES, a Linux Security Module's refusal, is not tested: the guest's
- * kernels are built without CONFIG_SECURITY.
+ * A Linux Security Module's refusal to let the caller move the process's
+ * memory is EACCES, as for migrate_pages(2) (Smack, built into the guest's
+ * kernels, stands for any LSM).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -483,6 +485,154 @@ TEST(pid_namespace_sees_only_its_own)
 	EXPECT_EQ(0, sys_htmm_end(outside));
 	reap(outside);
 	ASSERT_NE(100, rc) TH_LOG("could not make a PID namespace");
+	ASSERT_EQ(0, rc);
+}
+
+#define SMACKFS "/sys/fs/smackfs"
+#define SMACK_LABEL "htmm-target"
+
+/* Mount smackfs unless it is: 0, or an errno (ENOENT: no Smack). */
+static int smackfs_ready(void)
+{
+	struct stat st;
+
+	if (!access(SMACKFS "/load2", W_OK))
+		return 0;
+	if (stat(SMACKFS, &st))
+		return errno;
+	if (mount("smackfs", SMACKFS, "smackfs", 0, NULL))
+		return errno;
+	return access(SMACKFS "/load2", W_OK) ? errno : 0;
+}
+
+/* Let the floor label "_" (every process here) have @access to the target. */
+static int smack_rule(const char *access)
+{
+	char rule[64];
+
+	snprintf(rule, sizeof(rule), "_ " SMACK_LABEL " %s", access);
+	return write_file(SMACKFS "/load2", rule);
+}
+
+/*
+ * A child that takes the Smack label SMACK_LABEL and sleeps until killed:
+ * its pid once it has the label, or -1.
+ */
+static pid_t smack_sleeper(void)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* Root with CAP_MAC_ADMIN and CAP_MAC_OVERRIDE: it may. */
+		if (write_file("/proc/self/attr/smack/current", SMACK_LABEL) ||
+		    write(ready[1], "", 1) != 1)
+			_exit(100);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	if (pid > 0 && read(ready[0], &c, 1) != 1) {
+		reap(pid);
+		pid = -1;
+	}
+	close(ready[0]);
+	return pid;
+}
+
+/* Whether @pid's session is there: 0, else @code. */
+static int session_there(long pid, int code)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%ld", pid);
+	if (!access(path, F_OK))
+		return 0;
+	fprintf(stderr, "# the session of %ld is gone\n", pid);
+	return code;
+}
+
+/*
+ * As root without CAP_MAC_OVERRIDE, on the target whose session root
+ * started, under three rules for the floor label against the target's
+ * label: none (not even ptrace read access: EPERM), read (ptrace read, but
+ * not task_movememory's write: EACCES), read and write (allowed).  A
+ * refused htmm_end() leaves the session.
+ */
+static int under_smack_rules(long pid)
+{
+	int err;
+
+	err = expect(smack_rule("-"), 0, 100, "the rule -");
+	if (!err)
+		err = expect(sys_htmm_end(pid), EPERM, 1,
+			     "htmm_end() with no access at all");
+	if (!err)
+		err = expect(smack_rule("r"), 0, 100, "the rule r");
+	if (!err)
+		err = expect(sys_htmm_end(pid), EACCES, 2,
+			     "htmm_end() with read access only");
+	if (!err)
+		err = session_there(pid, 3);
+	if (!err)
+		err = expect(smack_rule("rw"), 0, 100, "the rule rw");
+	if (!err)
+		err = expect(sys_htmm_end(pid), 0, 4,
+			     "htmm_end() with read and write access");
+	if (!err)
+		err = expect(smack_rule("r"), 0, 100, "the rule r");
+	if (!err)
+		err = expect(sys_htmm_start(pid, -1), EACCES, 5,
+			     "htmm_start() with read access only");
+	if (!err)
+		err = expect(smack_rule("-"), 0, 100, "the rule -");
+	if (!err)
+		err = expect(sys_htmm_start(pid, -1), EPERM, 6,
+			     "htmm_start() with no access at all");
+	if (!err)
+		err = expect(smack_rule("rw"), 0, 100, "the rule rw");
+	if (!err)
+		err = expect(sys_htmm_start(pid, -1), 0, 7,
+			     "htmm_start() with read and write access");
+	if (!err)
+		err = expect(sys_htmm_end(pid), 0, 8,
+			     "htmm_end() of that session");
+	smack_rule("-");
+	return err;
+}
+
+/*
+ * An LSM that refuses the caller the right to move the process's memory
+ * (its task_movememory hook) makes both system calls fail with EACCES and
+ * change nothing; an LSM's refusal of ptrace read access is EPERM, as the
+ * DAC check's is.  The steps with the rule that allows both show that the
+ * refusals were the rules' doing.
+ */
+TEST(lsm_refusal_is_eacces)
+{
+	char path[128];
+	pid_t target;
+	int rc, err;
+
+	err = smackfs_ready();
+	if (err == ENOENT)
+		SKIP(return, "no Smack in this kernel");
+	ASSERT_EQ(0, err) TH_LOG("smackfs: %s", strerror(err));
+	target = smack_sleeper();
+	ASSERT_LT(0, target) TH_LOG("could not label a process");
+	ASSERT_EQ(0, sys_htmm_start(target, -1));
+	rc = run_as(0, NULL, CAP_MAC_OVERRIDE, under_smack_rules, target);
+	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d", target);
+	EXPECT_NE(0, access(path, F_OK)) TH_LOG("a session was left behind");
+	sys_htmm_end(target);
+	reap(target);
+	ASSERT_NE(100, rc) TH_LOG("could not set the Smack rules");
 	ASSERT_EQ(0, rc);
 }
 

@@ -206,6 +206,27 @@ TEST(slow_node_is_einval)
 	EXPECT_EQ(EINVAL, sys_htmm_start(0, 1));
 }
 
+/*
+ * Node 2 is online but has no memory (the guest's DIMM, offline from boot;
+ * see topology.c): there is nothing to promote into.  Once its memory is
+ * online it is a fast node like node 0 (tiering.fast_node_goes_away).
+ */
+TEST(memoryless_node_is_einval)
+{
+	char buf[4096], *p;
+	long kb = -1;
+
+	ASSERT_EQ(0, read_file("/sys/devices/system/node/node2/meminfo", buf,
+			       sizeof(buf)))
+		TH_LOG("no node 2: the guest of topology.c has a memoryless node 2");
+	p = strstr(buf, "MemTotal:");
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(1, sscanf(p + strlen("MemTotal:"), "%ld", &kb));
+	ASSERT_EQ(0, kb) TH_LOG("node 2 has memory");
+	EXPECT_EQ(EINVAL, sys_htmm_start(0, 2));
+	sys_htmm_end(0);
+}
+
 TEST(fast_node_0_on_self)
 {
 	if (!start_or_skip(_metadata, 0, 0))

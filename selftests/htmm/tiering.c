@@ -8,6 +8,8 @@
  * page that moved must hold what it held.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -94,6 +96,7 @@ struct saved {
 	char share[32];
 	char threshold[32];
 	bool fixed;
+	bool hotplugged;	/* the node HOTPLUG_NODE's memory was onlined */
 	struct knob knobs[8];
 	int nknobs;
 };
@@ -156,6 +159,13 @@ FIXTURE_SETUP(tiering)
 }
 
 static void leave_cpuset(void);
+static int node_memory_set(int node, const char *state, double timeout_s);
+
+/*
+ * The guest's memoryless node: a DIMM whose memory is offline at boot
+ * (qemu/host/boot.sh), as fast as node 0 while a test onlines it.
+ */
+#define HOTPLUG_NODE 2
 
 /*
  * Run once, in the parent of the test's process or, after a failed ASSERT,
@@ -167,6 +177,8 @@ static void leave_cpuset(void);
 FIXTURE_TEARDOWN_PARENT(tiering)
 {
 	leave_cpuset();
+	if (self->saved.hotplugged)
+		node_memory_set(HOTPLUG_NODE, "offline", 60);
 	if (self->saved.budget[0])
 		write_file(HTMM_SYSFS "/fast_budget_mb", self->saved.budget);
 	if (self->saved.quota[0])
@@ -943,6 +955,142 @@ TEST_F_TIMEOUT(tiering, cpuset_change_is_honoured, TIERING_TIMEOUT)
 	EXPECT_EQ(EINVAL, sys_htmm_start(0, -1));
 	sys_htmm_end(0);
 	leave_cpuset();
+}
+
+/*
+ * Set each memory block of @node to @state ("online_movable" or
+ * "offline"), trying again while the kernel says it is busy (pages being
+ * migrated) for up to @timeout_s: 0, or an errno (ENOENT: no blocks).
+ */
+static int node_memory_set(int node, const char *state, double timeout_s)
+{
+	char dir[64], path[352], now[32];
+	double start = now_s();
+	struct dirent *e;
+	int n = 0, err = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/sys/devices/system/node/node%d", node);
+	d = opendir(dir);
+	if (!d)
+		return errno;
+	while (!err && (e = readdir(d))) {
+		if (strncmp(e->d_name, "memory", 6) ||
+		    !isdigit((unsigned char)e->d_name[6]))
+			continue;
+		n++;
+		snprintf(path, sizeof(path), "%s/%s/state", dir, e->d_name);
+		err = read_file(path, now, sizeof(now));
+		/* A block online_movable reads "online". */
+		if (err || !strncmp(now, state, strlen(now)))
+			continue;
+		while ((err = write_file(path, state)) == EBUSY ||
+		       err == EAGAIN) {
+			if (now_s() - start > timeout_s)
+				break;
+			usleep(100000);
+		}
+	}
+	closedir(d);
+	return err ?: n ? 0 : ENOENT;
+}
+
+/* Pages of [p, p + len) on @node; -1 if move_pages(2) fails. */
+static long on_node(char *p, size_t len, int node)
+{
+	long on = pages_on(p, len, node, NULL);
+
+	return on < 0 ? -1 : on;
+}
+
+/*
+ * Read [p, p + len) a second at a time until 90% of its pages are on
+ * @node, for at most @seconds: the seconds it took, or -1.
+ */
+static double read_until_on(char *p, size_t len, int node, double seconds)
+{
+	double start = now_s();
+
+	while (now_s() - start < seconds) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(p, len);
+		if (on_node(p, len, node) * 10 >= (long)(len / PAGE) * 9)
+			return now_s() - start;
+	}
+	return -1;
+}
+
+/*
+ * The fast node of a session loses its memory to hot-remove and gets it
+ * back.  The memory goes offline while the session promotes into it
+ * (htmm holds no page that offlining must wait for), nothing is lost, and
+ * the session goes on: while the node has no memory its hot pages stay
+ * on the slow node (htmm promotes only into the node it was given, as it
+ * would if the cpuset had taken the node away), and once the memory is
+ * back they go up there again.  Node 2 is a top-tier node while it has
+ * memory (no slower than node 0); at boot, and again at the end, it has
+ * none.
+ */
+TEST_F_TIMEOUT(tiering, fast_node_goes_away, TIERING_TIMEOUT)
+{
+	const size_t len = 16 * MB;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long pages = len / PAGE, most_up = 0;
+	double t_up, t_back, start;
+	int err;
+
+	ASSERT_NE(NULL, buf);
+	self->saved.hotplugged = true;
+	err = node_memory_set(HOTPLUG_NODE, "online_movable", 30);
+	ASSERT_EQ(0, err) TH_LOG("onlining node %d: %s", HOTPLUG_NODE,
+				 strerror(err));
+	ASSERT_EQ(0, sys_htmm_start(0, HOTPLUG_NODE));
+	t_up = read_until_on(buf, len, HOTPLUG_NODE, patience(120));
+	TH_LOG("90%% up on node %d after %.1f s", HOTPLUG_NODE, t_up);
+	ASSERT_LE(0, t_up);
+
+	/* Away while the rest of the buffer may still be going up. */
+	start = now_s();
+	err = node_memory_set(HOTPLUG_NODE, "offline", patience(60));
+	TH_LOG("node %d offline after %.1f s: %s", HOTPLUG_NODE,
+	       now_s() - start, strerror(err));
+	ASSERT_EQ(0, err);
+	ASSERT_EQ(0, on_node(buf, len, HOTPLUG_NODE));
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(1, session_dir_exists(getpid()));
+
+	/* Where offlining put them, the slow node now: they stay there. */
+	ASSERT_EQ(0, move_to(buf, len, SLOW));
+	start = now_s();
+	while (now_s() - start < watch_s(t_up)) {
+		double t = now_s();
+		long up;
+
+		while (now_s() - t < 1)
+			read_pages(buf, len);
+		up = pages - on_node(buf, len, SLOW);
+		if (up > most_up)
+			most_up = up;
+	}
+	log_session(_metadata);
+	TH_LOG("node %d without memory: at most %ld pages off node 1",
+	       HOTPLUG_NODE, most_up);
+	EXPECT_EQ(0, most_up);
+
+	/* Back: the session promotes into it again. */
+	err = node_memory_set(HOTPLUG_NODE, "online_movable", 30);
+	ASSERT_EQ(0, err);
+	t_back = read_until_on(buf, len, HOTPLUG_NODE, patience(120));
+	log_session(_metadata);
+	TH_LOG("90%% up on node %d again after %.1f s", HOTPLUG_NODE, t_back);
+	EXPECT_LE(0, t_back);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+	munmap(buf, len);
+	ASSERT_EQ(0, node_memory_set(HOTPLUG_NODE, "offline", patience(60)));
+	self->saved.hotplugged = false;
 }
 
 /*

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The test bench's own assumptions: every htmm test runs on a guest whose
- * node 0 holds the CPUs and the fast memory, and whose node 1 holds only
- * memory in a lower memory tier.  If the guest is not built that way, the
+ * node 0 holds the CPUs and the fast memory, whose node 1 holds only
+ * memory in a lower memory tier, and whose node 2 is memoryless until a
+ * test onlines its memory.  If the guest is not built that way, the
  * results of every other test mean nothing, so check it first.
  *
  * The expected node sizes come from the boot script through the environment
@@ -162,6 +163,23 @@ TEST(node_1_has_no_cpus)
 	EXPECT_STREQ("", buf);
 	ASSERT_GT(read_list(NODE_SYSFS "/has_cpu", &has_cpu), 0);
 	EXPECT_FALSE(has_cpu & 2);
+}
+
+/*
+ * Node 2 is online with neither memory nor CPUs: a DIMM that the guest found
+ * at boot and left offline (memory hotplug), the memoryless node of the
+ * tests that need one.
+ */
+TEST(node_2_is_memoryless)
+{
+	unsigned long long online, mem, has_cpu;
+
+	ASSERT_GT(read_list(NODE_SYSFS "/online", &online), 0);
+	ASSERT_GT(read_list(NODE_SYSFS "/has_memory", &mem), 0);
+	ASSERT_GT(read_list(NODE_SYSFS "/has_cpu", &has_cpu), 0);
+	EXPECT_TRUE(online & 4);
+	EXPECT_FALSE(mem & 4);
+	EXPECT_FALSE(has_cpu & 4);
 }
 
 TEST(two_memory_tiers)
