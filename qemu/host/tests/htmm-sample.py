@@ -299,12 +299,19 @@ def test_duration():
     assert took < 10, f"took {took:.1f} s"
 
 
+def sigint_default():
+    """SIGINT as a terminal's job has it: a test run from a background job
+    of a non-interactive shell (make ... &) inherits SIGINT ignored, which
+    htmm-sample and its command keep, as nohup's SIGHUP."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_sampler(args, out, stdout=subprocess.PIPE, stderr=None):
     """htmm-sample -j -o out with args, in a session of its own (its own
-    process group, as a shell's job)."""
+    process group, as a shell's job), with SIGINT's default action."""
     return subprocess.Popen([SAMPLER, "-j", "-o", out] + args, stdin=subprocess.DEVNULL,
                             stdout=stdout, stderr=stderr or subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=sigint_default)
 
 
 def end_session(p):
