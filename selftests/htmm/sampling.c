@@ -86,6 +86,16 @@ static int count_trace(pid_t pid, unsigned long lo, unsigned long hi,
  * 8 MB to the tests after it.  Everything is saved here before it is
  * changed, and the teardown needs nothing else.
  */
+/* Take @cpu offline or bring it online: 0 or an errno. */
+static int cpu_set_online(int cpu, bool online)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online",
+		 cpu);
+	return write_file(path, online ? "1" : "0");
+}
+
 FIXTURE(sampling)
 {
 	char enable[8];		/* the event's "enable" */
@@ -93,6 +103,7 @@ FIXTURE(sampling)
 	char period_max[32];	/* sample_period_max */
 	char buffer_pages[32];	/* buffer_pages, if a test sets it */
 	pid_t pid;		/* the test's child, until reaped */
+	int cpu_offline;	/* a cpu a test took offline, or 0 */
 };
 
 FIXTURE_SETUP(sampling)
@@ -140,6 +151,8 @@ FIXTURE_TEARDOWN_PARENT(sampling)
 			_metadata->exit_code = KSFT_FAIL;
 		}
 	}
+	if (self->cpu_offline > 0)
+		cpu_set_online(self->cpu_offline, true);
 	if (self->buffer_pages[0])
 		write_file(HTMM "/buffer_pages", self->buffer_pages);
 	if (self->period_max[0])
@@ -283,6 +296,43 @@ TEST_F_TIMEOUT(sampling, samples_land_in_the_touched_buffer, 300)
 	/* The session ended with the process. */
 	EXPECT_TRUE(session_gone(c.pid, 30));
 	EXPECT_EQ(ESRCH, sys_htmm_end(c.pid));
+}
+
+/*
+ * A cpu that comes online after the session started is sampled as well:
+ * the child takes its hint faults on cpu 1 only, which was offline when
+ * the session's events were opened.
+ */
+TEST_F_TIMEOUT(sampling, cpu_online_after_start_is_sampled, 300)
+{
+	long long hints0 = vmstat("numa_hint_faults"), hints;
+	struct trace_count tc;
+	cpu_set_t on1;
+	struct child c;
+	int err;
+
+	if (access("/sys/devices/system/cpu/cpu1/online", W_OK))
+		SKIP(return, "cpu 1 cannot go offline");
+	err = cpu_set_online(1, false);
+	ASSERT_EQ(0, err) TH_LOG("cpu 1 offline: %s", strerror(err));
+	self->cpu_offline = 1;
+	ASSERT_EQ(0, spawn_toucher(&c, 32 * MB, 3.0, &self->pid));
+	ASSERT_EQ(0, sys_htmm_start(c.pid, -1));
+	err = cpu_set_online(1, true);
+	ASSERT_EQ(0, err) TH_LOG("cpu 1 online: %s", strerror(err));
+	self->cpu_offline = 0;
+	CPU_ZERO(&on1);
+	CPU_SET(1, &on1);
+	ASSERT_EQ(0, sched_setaffinity(c.pid, sizeof(on1), &on1));
+	ASSERT_EQ(1, write(c.go, "g", 1));
+	ASSERT_EQ(0, wait_child(&c));
+
+	ASSERT_EQ(0, count_trace(c.pid, c.lo, c.hi, &tc));
+	hints = vmstat("numa_hint_faults") - hints0;
+	TH_LOG("on cpu 1: %ld samples of pid %d, %ld in its buffer; numa_hint_faults +%lld",
+	       tc.total, c.pid, tc.inside, hints);
+	ASSERT_LT(0, hints) TH_LOG("no hint fault at all: nothing was armed");
+	EXPECT_GT(tc.inside, 0);
 }
 
 struct thread_arg {
