@@ -231,12 +231,10 @@ TEST(hint_faults_need_no_perf_privilege)
 }
 
 /*
- * A process of user @uid that sleeps until killed, once it is @uid's.  It
- * is made dumpable again, as an exec() would make it: the change of user
- * made it not, and ptrace_may_access() refuses even its own user a process
- * that is not dumpable.  A refusal must come from what a test changes.
+ * A child that runs @setup(@arg), then sleeps until killed, or until its
+ * parent dies: its pid once @setup returned 0, or -1.
  */
-static pid_t sleeper_as(uid_t uid)
+static pid_t sleeper_after(int (*setup)(long), long arg)
 {
 	int ready[2];
 	pid_t pid;
@@ -247,12 +245,10 @@ static pid_t sleeper_as(uid_t uid)
 	pid = fork();
 	if (pid == 0) {
 		close(ready[0]);
-		if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-		    setresuid(uid, uid, uid))
+		if (setup(arg))
 			_exit(100);
-		/* The change of user cleared both. */
+		/* After @setup: a change of user clears it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		prctl(PR_SET_DUMPABLE, 1);
 		if (write(ready[1], "", 1) != 1)
 			_exit(101);
 		for (;;)
@@ -265,6 +261,27 @@ static pid_t sleeper_as(uid_t uid)
 	}
 	close(ready[0]);
 	return pid;
+}
+
+/*
+ * Become user @uid, and dumpable again, as an exec() would make it: the
+ * change of user made it not, and ptrace_may_access() refuses even its own
+ * user a process that is not dumpable.  A refusal must come from what a
+ * test changes.
+ */
+static int become_user(long uid)
+{
+	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+	    setresuid(uid, uid, uid))
+		return -1;
+	prctl(PR_SET_DUMPABLE, 1);
+	return 0;
+}
+
+/* A process of user @uid that sleeps until killed, once it is @uid's. */
+static pid_t sleeper_as(uid_t uid)
+{
+	return sleeper_after(become_user, uid);
 }
 
 static int start_others(long pid)
@@ -514,36 +531,10 @@ static int smack_rule(const char *access)
 	return write_file(SMACKFS "/load2", rule);
 }
 
-/*
- * A child that takes the Smack label SMACK_LABEL and sleeps until killed:
- * its pid once it has the label, or -1.
- */
-static pid_t smack_sleeper(void)
+/* Take the Smack label SMACK_LABEL: root with CAP_MAC_ADMIN may. */
+static int take_smack_label(long unused __attribute__((unused)))
 {
-	int ready[2];
-	pid_t pid;
-	char c;
-
-	if (pipe(ready))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		close(ready[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		/* Root with CAP_MAC_ADMIN and CAP_MAC_OVERRIDE: it may. */
-		if (write_file("/proc/self/attr/smack/current", SMACK_LABEL) ||
-		    write(ready[1], "", 1) != 1)
-			_exit(100);
-		for (;;)
-			pause();
-	}
-	close(ready[1]);
-	if (pid > 0 && read(ready[0], &c, 1) != 1) {
-		reap(pid);
-		pid = -1;
-	}
-	close(ready[0]);
-	return pid;
+	return write_file("/proc/self/attr/smack/current", SMACK_LABEL);
 }
 
 /* Whether @pid's session is there: 0, else @code. */
@@ -624,7 +615,7 @@ TEST(lsm_refusal_is_eacces)
 	if (err == ENOENT)
 		SKIP(return, "no Smack in this kernel");
 	ASSERT_EQ(0, err) TH_LOG("smackfs: %s", strerror(err));
-	target = smack_sleeper();
+	target = sleeper_after(take_smack_label, 0);
 	ASSERT_LT(0, target) TH_LOG("could not label a process");
 	ASSERT_EQ(0, sys_htmm_start(target, -1));
 	rc = run_as(0, NULL, CAP_MAC_OVERRIDE, under_smack_rules, target);
