@@ -717,11 +717,11 @@ static int move_to(void *p, size_t len, int node)
 
 /*
  * Read each of @nbuf buffers of @len a second at a time until 90% of the
- * pages of each of the first @nup are on the fast node, for at most
- * @seconds; the seconds it took, or -1.
+ * pages of each of the first @nup are on @node, for at most @seconds; the
+ * seconds it took, or -1.
  */
-static double read_until_all_up(char **bufs, int nbuf, int nup, size_t len,
-				double seconds)
+static double read_until_up_on(char **bufs, int nbuf, int nup, size_t len,
+			       int node, double seconds)
 {
 	double start = now_s();
 
@@ -733,12 +733,19 @@ static double read_until_all_up(char **bufs, int nbuf, int nup, size_t len,
 			for (int i = 0; i < nbuf; i++)
 				read_pages(bufs[i], len);
 		for (int i = 0; i < nup; i++)
-			up += pages_on(bufs[i], len, FAST, NULL) * 10 >=
+			up += pages_on(bufs[i], len, node, NULL) * 10 >=
 			      (long)(len / PAGE) * 9;
 		if (up == nup)
 			return now_s() - start;
 	}
 	return -1;
+}
+
+/* read_until_up_on() the fast node. */
+static double read_until_all_up(char **bufs, int nbuf, int nup, size_t len,
+				double seconds)
+{
+	return read_until_up_on(bufs, nbuf, nup, len, FAST, seconds);
 }
 
 /* Read [p, p + len) for @seconds; the most of its pages seen on node 0. */
@@ -995,33 +1002,6 @@ static int node_memory_set(int node, const char *state, double timeout_s)
 	return err ?: n ? 0 : ENOENT;
 }
 
-/* Pages of [p, p + len) on @node; -1 if move_pages(2) fails. */
-static long on_node(char *p, size_t len, int node)
-{
-	long on = pages_on(p, len, node, NULL);
-
-	return on < 0 ? -1 : on;
-}
-
-/*
- * Read [p, p + len) a second at a time until 90% of its pages are on
- * @node, for at most @seconds: the seconds it took, or -1.
- */
-static double read_until_on(char *p, size_t len, int node, double seconds)
-{
-	double start = now_s();
-
-	while (now_s() - start < seconds) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(p, len);
-		if (on_node(p, len, node) * 10 >= (long)(len / PAGE) * 9)
-			return now_s() - start;
-	}
-	return -1;
-}
-
 /*
  * The fast node of a session loses its memory to hot-remove and gets it
  * back.  The memory goes offline while the session promotes into it
@@ -1047,7 +1027,7 @@ TEST_F_TIMEOUT(tiering, fast_node_goes_away, TIERING_TIMEOUT)
 	ASSERT_EQ(0, err) TH_LOG("onlining node %d: %s", HOTPLUG_NODE,
 				 strerror(err));
 	ASSERT_EQ(0, sys_htmm_start(0, HOTPLUG_NODE));
-	t_up = read_until_on(buf, len, HOTPLUG_NODE, patience(120));
+	t_up = read_until_up_on(&buf, 1, 1, len, HOTPLUG_NODE, patience(120));
 	TH_LOG("90%% up on node %d after %.1f s", HOTPLUG_NODE, t_up);
 	ASSERT_LE(0, t_up);
 
@@ -1057,7 +1037,7 @@ TEST_F_TIMEOUT(tiering, fast_node_goes_away, TIERING_TIMEOUT)
 	TH_LOG("node %d offline after %.1f s: %s", HOTPLUG_NODE,
 	       now_s() - start, strerror(err));
 	ASSERT_EQ(0, err);
-	ASSERT_EQ(0, on_node(buf, len, HOTPLUG_NODE));
+	ASSERT_EQ(0, pages_on(buf, len, HOTPLUG_NODE, NULL));
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(1, session_dir_exists(getpid()));
 
@@ -1070,7 +1050,7 @@ TEST_F_TIMEOUT(tiering, fast_node_goes_away, TIERING_TIMEOUT)
 
 		while (now_s() - t < 1)
 			read_pages(buf, len);
-		up = pages - on_node(buf, len, SLOW);
+		up = pages - pages_on(buf, len, SLOW, NULL);
 		if (up > most_up)
 			most_up = up;
 	}
@@ -1082,7 +1062,8 @@ TEST_F_TIMEOUT(tiering, fast_node_goes_away, TIERING_TIMEOUT)
 	/* Back: the session promotes into it again. */
 	err = node_memory_set(HOTPLUG_NODE, "online_movable", 30);
 	ASSERT_EQ(0, err);
-	t_back = read_until_on(buf, len, HOTPLUG_NODE, patience(120));
+	t_back = read_until_up_on(&buf, 1, 1, len, HOTPLUG_NODE,
+				  patience(120));
 	log_session(_metadata);
 	TH_LOG("90%% up on node %d again after %.1f s", HOTPLUG_NODE, t_back);
 	EXPECT_LE(0, t_back);
