@@ -577,8 +577,10 @@ TEST_F_TIMEOUT(tiering, moved_hot_set_is_followed, TIERING_TIMEOUT)
  * after the first second.  Both are hot (node 0 has room for all), the
  * warm set's hints are queued first, and the queue holds more than the
  * rate lets through.  The hot set goes up first: when 90% of it is up,
- * most of the warm set is still down.  Taken in the order they were
- * queued, the warm set would all go up before the hot set began to.
+ * a quarter to two fifths of the warm set is (in the runs here).  Taken in
+ * the order they were queued, the warm set would all go up before the hot
+ * set began to; the check allows up to three quarters of it, so as not to
+ * depend on how fast the guest runs.
  */
 TEST_F_TIMEOUT(tiering, hottest_first_when_promotion_is_scarce,
 	       TIERING_TIMEOUT)
@@ -628,7 +630,7 @@ TEST_F_TIMEOUT(tiering, hottest_first_when_promotion_is_scarce,
 	 * alike.
 	 */
 	if (!getenv("HTMM_DEBUG_KERNEL"))
-		EXPECT_LE(warm_on * 2, warm_pages);
+		EXPECT_LE(warm_on * 4, warm_pages * 3);
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
