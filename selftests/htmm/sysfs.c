@@ -563,6 +563,7 @@ FIXTURE(hotness) {
 	char quota[32];
 	char period_max[32];
 	char source[32];
+	char promote_rate[32];
 	pid_t pid;		/* the test's child, until reaped */
 	bool memcg;		/* MEMCG may exist */
 };
@@ -575,6 +576,8 @@ FIXTURE_SETUP(hotness)
 			       sizeof(self->period_max)));
 	ASSERT_EQ(0, read_choice(HTMM "/source", self->source,
 				 sizeof(self->source)));
+	ASSERT_EQ(0, read_file(HTMM "/promote_rate_mb", self->promote_rate,
+			       sizeof(self->promote_rate)));
 	ASSERT_EQ(0, write_file(HTMM "/cpu_quota", "200"));
 }
 
@@ -592,6 +595,7 @@ FIXTURE_TEARDOWN_PARENT(hotness)
 	write_file(HTMM "/source", self->source);
 	write_file(HTMM "/sample_period_max", self->period_max);
 	write_file(HTMM "/cpu_quota", self->quota);
+	write_file(HTMM "/promote_rate_mb", self->promote_rate);
 }
 
 /*
@@ -814,6 +818,11 @@ static void *waiting_thread(void *arg)
  * its session follows it, and samples the memory that the process then
  * touches, at least 256 samples within 30 s.  An exec() by a thread other
  * than the leader makes it the leader and ends the others.
+ *
+ * Nothing is promoted meanwhile: the scanner arms slow-tier pages only, and
+ * 16 MiB touched all the time can all be up before the count starts,
+ * leaving nothing to sample (a failure seen once in CI: 194 samples in
+ * 30 s, all up a second after the start).
  */
 static void keeps_sampling(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(hotness) *self, enum after_start what)
@@ -841,6 +850,7 @@ static void keeps_sampling(struct __test_metadata *_metadata,
 	self->pid = pid;
 	close(thread_cmd[0]);
 	close(leader_cmd[0]);
+	ASSERT_EQ(0, write_file(HTMM "/promote_rate_mb", "0"));
 	ASSERT_EQ(0, sys_htmm_start(pid, -1));
 	switch (what) {
 	case EXEC_BY_LEADER:
