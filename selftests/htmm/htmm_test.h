@@ -314,6 +314,7 @@ static inline int debug_kernel(void)
 #define MPOL_DEFAULT 0
 #define MPOL_PREFERRED 1
 #define MPOL_BIND 2
+#define MPOL_PREFERRED_MANY 5
 #define MPOL_F_NUMA_BALANCING (1 << 13)
 #define MPOL_MF_MOVE (1 << 1)
 

@@ -919,9 +919,9 @@ TEST_F_TIMEOUT(tiering, large_folios_move_whole_both_ways, TIERING_TIMEOUT)
 
 /*
  * Memory policies hold, as NUMA balancing keeps to them: a range that
- * mbind(2) bound to the slow node stays there, however hot, while an
- * unbound one and one bound with MPOL_F_NUMA_BALANCING to both nodes go
- * up; then, with the process's own policy (set_mempolicy(2)) bound to the
+ * mbind(2) bound to the slow node stays there, however hot, and so does
+ * one that prefers it (MPOL_PREFERRED_MANY), while an unbound one and one
+ * bound with MPOL_F_NUMA_BALANCING to both nodes go up; then, with the process's own policy (set_mempolicy(2)) bound to the
  * slow node, pages put back there stay too, for twice the time they took
  * to go up.
  */
@@ -932,28 +932,34 @@ TEST_F_TIMEOUT(tiering, bound_ranges_stay_where_bound, TIERING_TIMEOUT)
 	char *free_buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
 	char *nb = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
 	char *bound = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
-	char *bufs[3] = { free_buf, nb, bound };
+	char *preferred = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	char *bufs[4] = { free_buf, nb, bound, preferred };
 	double t_up;
 	long most;
 
 	ASSERT_NE(NULL, free_buf);
 	ASSERT_NE(NULL, nb);
 	ASSERT_NE(NULL, bound);
+	ASSERT_NE(NULL, preferred);
 	ASSERT_EQ(0, bind_to(bound, len, SLOW));
 	ASSERT_EQ(0, syscall(SYS_mbind, nb, len, MPOL_BIND | MPOL_F_NUMA_BALANCING,
 			     &both, 64, 0)) TH_LOG("mbind: %s", strerror(errno));
-	for (int i = 0; i < 3; i++)
+	ASSERT_EQ(0, syscall(SYS_mbind, preferred, len, MPOL_PREFERRED_MANY,
+			     &slow, 64, 0)) TH_LOG("mbind: %s", strerror(errno));
+	for (int i = 0; i < 4; i++)
 		ASSERT_EQ((long)(len / PAGE), pages_on(bufs[i], len, SLOW, NULL));
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
-	t_up = read_until_all_up(bufs, 3, 2, len, patience(120));
+	t_up = read_until_all_up(bufs, 4, 2, len, patience(120));
 	log_session(_metadata);
-	TH_LOG("unbound and MPOL_F_NUMA_BALANCING ranges 90%% up after %.1f s (%ld, %ld pages); the bound one: %ld of %zu on node 0",
+	TH_LOG("unbound and MPOL_F_NUMA_BALANCING ranges 90%% up after %.1f s (%ld, %ld pages); on node 0 of %zu: %ld bound to node 1, %ld preferring node 1 (MPOL_PREFERRED_MANY)",
 	       t_up, pages_on(free_buf, len, FAST, NULL),
-	       pages_on(nb, len, FAST, NULL), pages_on(bound, len, FAST, NULL),
-	       len / PAGE);
+	       pages_on(nb, len, FAST, NULL), len / PAGE,
+	       pages_on(bound, len, FAST, NULL),
+	       pages_on(preferred, len, FAST, NULL));
 	ASSERT_LE(0, t_up) TH_LOG("the unbound ranges never went up");
 	ASSERT_EQ(0, pages_on(bound, len, FAST, NULL));
+	ASSERT_EQ(0, pages_on(preferred, len, FAST, NULL));
 
 	/* The process bound to the slow node: its unbound range stays down. */
 	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &slow, 64));
@@ -963,7 +969,7 @@ TEST_F_TIMEOUT(tiering, bound_ranges_stay_where_bound, TIERING_TIMEOUT)
 	TH_LOG("with the process bound to node 1: at most %ld pages of the range on node 0",
 	       most);
 	ASSERT_EQ(0, most);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		ASSERT_EQ(-1, check(bufs[i], len, (uintptr_t)bufs[i]));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
