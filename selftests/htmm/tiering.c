@@ -921,9 +921,9 @@ TEST_F_TIMEOUT(tiering, large_folios_move_whole_both_ways, TIERING_TIMEOUT)
  * Memory policies hold, as NUMA balancing keeps to them: a range that
  * mbind(2) bound to the slow node stays there, however hot, and so does
  * one that prefers it (MPOL_PREFERRED_MANY), while an unbound one and one
- * bound with MPOL_F_NUMA_BALANCING to both nodes go up; then, with the process's own policy (set_mempolicy(2)) bound to the
- * slow node, pages put back there stay too, for twice the time they took
- * to go up.
+ * bound with MPOL_F_NUMA_BALANCING to both nodes go up; then, with the
+ * process's own policy (set_mempolicy(2)) bound to the slow node, pages
+ * put back there stay too, for twice the time they took to go up.
  */
 TEST_F_TIMEOUT(tiering, bound_ranges_stay_where_bound, TIERING_TIMEOUT)
 {
