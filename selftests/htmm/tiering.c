@@ -635,6 +635,157 @@ TEST_F_TIMEOUT(tiering, hottest_first_when_promotion_is_scarce,
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
+/*
+ * Hottest first into a full node 0.  A fast-tier budget of 10 MiB, and on
+ * the slow node an 8 MiB warm set, read four times a second, and an 8 MiB
+ * hot set.  The warm set is read alone until it is up: node 0 then has no
+ * room for the hot set, and no page there reads as cold, as the warm set
+ * is in use.  Then the hot set is read all the time as well: it must take
+ * the warm set's place, within the budget, since it is used far more.
+ * Pages in use that are only compared by their accessed bits (used or not
+ * at each pass) look alike, and the hot set would wait for good.
+ */
+TEST_F_TIMEOUT(tiering, hottest_first_into_a_full_node, TIERING_TIMEOUT)
+{
+	const size_t len = 16 * MB, warm_len = 8 * MB, hot_len = 8 * MB;
+	const size_t budget = 10 * MB;
+	const long hot_pages = hot_len / PAGE, warm_pages = warm_len / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long hot_on = 0, warm_on = 0, warm_up = 0, fast;
+	double start, t_warm = -1, t90 = -1, q;
+	char *warm, *hot;
+
+	ASSERT_NE(NULL, buf);
+	warm = buf;
+	hot = buf + warm_len;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "10"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	q = start;
+	while (t_warm < 0 && now_s() - start < patience(60)) {
+		double t = now_s();
+
+		while (now_s() - t < 0.5) {
+			if (now_s() >= q) {
+				read_pages(warm, warm_len);
+				q += 0.25;
+			}
+			usleep(10000);
+		}
+		warm_up = pages_on(warm, warm_len, FAST, NULL);
+		ASSERT_LE(0, warm_up);
+		if (warm_up * 10 >= warm_pages * 9)
+			t_warm = now_s() - start;
+	}
+	ASSERT_LE(0, t_warm)
+		TH_LOG("the warm set never reached node 0: %ld of %ld pages",
+		       warm_up, warm_pages);
+
+	start = now_s();
+	while (t90 < 0 && now_s() - start < patience(90)) {
+		double t = now_s();
+
+		while (now_s() - t < 0.5) {
+			if (now_s() >= q) {
+				read_pages(warm, warm_len);
+				q += 0.25;
+			}
+			read_pages(hot, hot_len);
+		}
+		hot_on = pages_on(hot, hot_len, FAST, NULL);
+		warm_on = pages_on(warm, warm_len, FAST, NULL);
+		ASSERT_LE(0, hot_on);
+		ASSERT_LE(0, warm_on);
+		if (hot_on * 10 >= hot_pages * 9)
+			t90 = now_s() - start;
+	}
+	fast = pages_on(buf, len, FAST, NULL);
+	log_session(_metadata);
+	TH_LOG("warm set: %ld of %ld pages on node 0 after %.1f s alone; then the hot set: %ld of %ld after %.1f s (90%% after %.1f s), with %ld of the warm set left; %ld pages on node 0 (budget %zu)",
+	       warm_up, warm_pages, t_warm, hot_on, hot_pages,
+	       now_s() - start, t90, warm_on, fast, budget / PAGE);
+	EXPECT_LE(fast * PAGE, budget + budget / 8);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	/*
+	 * A policy check, so on the plain kernel only: on the debug kernel
+	 * a page sampled once is hot (the fixture), and the two sets look
+	 * alike.
+	 */
+	if (!getenv("HTMM_DEBUG_KERNEL")) {
+		ASSERT_LE(0, t90)
+			TH_LOG("90%% of the hot set never reached node 0");
+		/* What the budget leaves of the warm set, with a margin. */
+		EXPECT_LE(warm_on * PAGE, budget - hot_len * 9 / 10 + MB);
+	}
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
+ * No page trades places with one no hotter.  A fast-tier budget of 10 MiB,
+ * and on the slow node two 8 MiB sets.  The first is read alone until it
+ * is up; then both are read alike, all the time, for 30 s.  The second
+ * waits for room that only the first could make, and the top tier is
+ * weighed against it (htmm_exchange()), but the first is no less used:
+ * it must stay, and almost nothing may move down.  A rule that traded a
+ * page for any candidate counting more would swap the two sets' pages back
+ * and forth on the noise of their counts.
+ */
+TEST_F_TIMEOUT(tiering, equally_hot_sets_do_not_trade_places,
+	       TIERING_TIMEOUT)
+{
+	const size_t len = 16 * MB, set_len = 8 * MB;
+	const long set_pages = set_len / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long first_up, first_on = 0, first_least, second_on = 0;
+	long long demoted, promoted;
+	double start;
+	char *first, *second;
+
+	ASSERT_NE(NULL, buf);
+	first = buf;
+	second = buf + set_len;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "10"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	first_up = read_until_up(first, set_len, patience(60));
+	ASSERT_LE(set_pages * 9, first_up * 10)
+		TH_LOG("the first set never reached node 0: %ld of %ld pages",
+		       first_up, set_pages);
+
+	demoted = session_stat(getpid(), "demoted");
+	promoted = session_stat(getpid(), "promoted");
+	first_least = first_up;
+	start = now_s();
+	while (now_s() - start < 30) {
+		double t = now_s();
+
+		while (now_s() - t < 0.5) {
+			read_pages(first, set_len);
+			read_pages(second, set_len);
+		}
+		first_on = pages_on(first, set_len, FAST, NULL);
+		second_on = pages_on(second, set_len, FAST, NULL);
+		ASSERT_LE(0, first_on);
+		ASSERT_LE(0, second_on);
+		if (first_on < first_least)
+			first_least = first_on;
+	}
+	demoted = session_stat(getpid(), "demoted") - demoted;
+	promoted = session_stat(getpid(), "promoted") - promoted;
+	log_session(_metadata);
+	TH_LOG("first set: %ld of %ld pages on node 0 when up, %ld at the least in the 30 s both were read, %ld at the end; second set: %ld; in those 30 s, %lld pages promoted and %lld demoted",
+	       first_up, set_pages, first_least, first_on, second_on,
+	       promoted, demoted);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	/* At most an eighth of a set went down, and the first set stayed. */
+	EXPECT_LE(demoted * 8, set_pages);
+	EXPECT_LE(first_up - first_least, set_pages / 8);
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
 /* Kilobytes of AnonHugePages in this process. */
 static long anon_huge_kb(void)
 {
