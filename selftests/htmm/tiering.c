@@ -2116,6 +2116,86 @@ TEST_F_TIMEOUT(tiering, numa_balancing_leaves_managed_pages_alone, TIERING_TIMEO
 }
 
 /*
+ * htmm's stamps do not reach NUMA balancing.  The scan stamps each folio it
+ * arms with the time (folio_xchg_access_time()), in the field NUMA
+ * balancing reads, outside its tiering mode's lower tiers, as the folio's
+ * last cpupid: read there, a stamp names a cpu that may not exist, whose
+ * run queue task_numa_group() reads (a KASAN null-pointer report, then an
+ * oops, in a guest).  With NUMA balancing in its normal mode, scanning
+ * early and often: a buffer the session sampled is read on after
+ * htmm_end(), and shared memory that a managed child reads is read by
+ * this unmanaged process too.  NUMA balancing takes hint faults on both,
+ * and neither may find a stamp: the session's end takes them off, and the
+ * scan of a managed process leaves alone the folios another maps.
+ */
+TEST_F_TIMEOUT(tiering, stamps_do_not_reach_numa_balancing, TIERING_TIMEOUT)
+{
+	const size_t len = 16 * MB;
+	const long pages = len / PAGE;
+	long long hints, after_end, shared_hints, slow = 0;
+	double start;
+	char *buf, *shm;
+	pid_t kid;
+
+	if (access(NUMA_BALANCING, W_OK))
+		SKIP(return, "no NUMA balancing in this kernel");
+	ASSERT_EQ(0, set_knob(&self->saved, NUMA_BALANCING, "1"));
+	set_knob(&self->saved, NB_DEBUGFS "/scan_delay_ms", "100");
+	set_knob(&self->saved, NB_DEBUGFS "/scan_period_min_ms", "100");
+	/* Pages stay on the slow node, armed and stamped round after round. */
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/promote_rate_mb", "0"));
+
+	/* 1. After the session's end. */
+	buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < patience(60) && slow < pages) {
+		read_pages(buf, len);
+		slow = session_stat(getpid(), "slow");
+	}
+	ASSERT_LE(pages, slow)
+		TH_LOG("the session sampled %lld faults of %ld pages", slow,
+		       pages);
+	ASSERT_EQ(0, sys_htmm_end(0));
+	hints = vmstat("numa_hint_faults");
+	start = now_s();
+	do {
+		read_pages(buf, len);
+		after_end = vmstat("numa_hint_faults") - hints;
+	} while (now_s() - start < patience(30) && after_end < pages / 4);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+
+	/* 2. Shared memory, which a managed child reads too. */
+	shm = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, shm);
+	memset(shm, 1, len);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			read_pages(shm, len);
+	}
+	ASSERT_EQ(0, sys_htmm_start(kid, FAST));
+	hints = vmstat("numa_hint_faults");
+	start = now_s();
+	do {
+		read_pages(shm, len);
+		shared_hints = vmstat("numa_hint_faults") - hints;
+	} while (now_s() - start < patience(30) && shared_hints < pages);
+	TH_LOG("hint faults: %lld after the session's end (the session had sampled %lld), %lld while this process and a managed child read shared memory",
+	       after_end, slow, shared_hints);
+	ASSERT_EQ(0, sys_htmm_end(kid));
+	reap(kid);
+	/* NUMA balancing took faults on the pages htmm had stamped. */
+	EXPECT_LE(pages / 4, after_end);
+	EXPECT_LE(pages, shared_hints);
+	munmap(shm, len);
+}
+
+/*
  * Pages that cannot move do not hold demotion: over its budget, a process
  * whose coldest pages on node 0 are shared with another (a forked child
  * keeps them mapped, so that they may not move) has pages in use demoted
