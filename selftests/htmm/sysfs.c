@@ -2369,21 +2369,29 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1500)
 	EXPECT_LE(BUDGET / 2, on[0]);
 
 	/*
-	 * 3. requeued and skipped.  Without a budget the queue drains; the
-	 * census finds the hot slow pages whose hints were dropped and
-	 * queues them again (before the scan comes back to them: the census
-	 * runs every 100 ms, a round takes a second).  The shared pages are
-	 * left where they are, each time their hint comes.  A census that
-	 * left dropped hot pages to the next scan (requeued 0), a shared
-	 * page moved, or one left in place uncounted (skipped 0) fails.
+	 * 3. requeued.  Without a budget the queue drains; the census finds
+	 * the hot slow pages whose hints were dropped and queues them again
+	 * (before the scan comes back to them: the census runs every 100 ms,
+	 * a round takes a second).  The shared pages are left where they
+	 * are: the hint-fault scan of a managed process does not even arm a
+	 * page another process maps, so they have no hints, and are not
+	 * counted as skipped.  A census that left dropped hot pages to the
+	 * next scan (requeued 0), or a shared page moved, fails.
 	 */
 	set_or_fail(_metadata, "fast_budget_mb", "0");
+	/*
+	 * The scan must not come back first: on the debug kernel, sampling
+	 * at a period of 1 takes the whole budget, and the census, which
+	 * has what sampling leaves, may be stretched for longer than a round.
+	 * The pages it armed before fault still; none is armed again.
+	 */
+	set_or_fail(_metadata, "hint_scan_period_ms", "600000");
 	start = now_s();
 	while (now_s() - start < sf_patience(60)) {
 		requeued = session_ll(pid, "requeued");
 		skipped = session_ll(pid, "skipped");
 		if (!kid_nodes(k, 0, OWN * SF_PAGE, SF_PAGE, on) &&
-		    on[0] >= OWN * 9 / 10 && requeued > 0 && skipped >= SHARED / 2)
+		    on[0] >= OWN * 9 / 10 && requeued > 0)
 			break;
 		usleep(200000);
 	}
@@ -2394,7 +2402,6 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1500)
 	       on[0], shared_on[1]);
 	EXPECT_LE(OWN * 9 / 10, on[0]);
 	EXPECT_LT(0, requeued);
-	EXPECT_LE(SHARED / 2, skipped);
 	EXPECT_EQ(SHARED, shared_on[1]);
 
 	/*

@@ -635,6 +635,164 @@ TEST_F_TIMEOUT(tiering, hottest_first_when_promotion_is_scarce,
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
+/*
+ * Hottest first into a full node 0.  A fast-tier budget of 10 MiB, and on
+ * the slow node an 8 MiB warm set, read four times a second, and an 8 MiB
+ * hot set.  The warm set is read alone until it is up: node 0 then has no
+ * room for the hot set, and no page there reads as cold, as the warm set
+ * is in use.  Then the hot set is read all the time as well: it must take
+ * the warm set's place, within the budget, since it is used far more.
+ * Pages in use that are only compared by their accessed bits (used or not
+ * at each pass) look alike, and the hot set would wait for good.
+ */
+TEST_F_TIMEOUT(tiering, hottest_first_into_a_full_node, TIERING_TIMEOUT)
+{
+	const size_t len = 16 * MB, warm_len = 8 * MB, hot_len = 8 * MB;
+	const size_t budget = 10 * MB;
+	const long hot_pages = hot_len / PAGE, warm_pages = warm_len / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long hot_on = 0, warm_on = 0, warm_up = 0, fast;
+	double start, t_warm = -1, t90 = -1, q;
+	char *warm, *hot;
+
+	ASSERT_NE(NULL, buf);
+	warm = buf;
+	hot = buf + warm_len;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "10"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	q = start;
+	while (t_warm < 0 && now_s() - start < patience(60)) {
+		double t = now_s();
+
+		while (now_s() - t < 0.5) {
+			if (now_s() >= q) {
+				read_pages(warm, warm_len);
+				q += 0.25;
+			}
+			usleep(10000);
+		}
+		warm_up = pages_on(warm, warm_len, FAST, NULL);
+		ASSERT_LE(0, warm_up);
+		if (warm_up * 10 >= warm_pages * 9)
+			t_warm = now_s() - start;
+	}
+	ASSERT_LE(0, t_warm)
+		TH_LOG("the warm set never reached node 0: %ld of %ld pages",
+		       warm_up, warm_pages);
+
+	start = now_s();
+	while (t90 < 0 && now_s() - start < patience(90)) {
+		double t = now_s();
+
+		while (now_s() - t < 0.5) {
+			if (now_s() >= q) {
+				read_pages(warm, warm_len);
+				q += 0.25;
+			}
+			read_pages(hot, hot_len);
+		}
+		hot_on = pages_on(hot, hot_len, FAST, NULL);
+		warm_on = pages_on(warm, warm_len, FAST, NULL);
+		ASSERT_LE(0, hot_on);
+		ASSERT_LE(0, warm_on);
+		if (hot_on * 10 >= hot_pages * 9)
+			t90 = now_s() - start;
+	}
+	fast = pages_on(buf, len, FAST, NULL);
+	log_session(_metadata);
+	TH_LOG("warm set: %ld of %ld pages on node 0 after %.1f s alone; then the hot set: %ld of %ld after %.1f s (90%% after %.1f s), with %ld of the warm set left; %ld pages on node 0 (budget %zu)",
+	       warm_up, warm_pages, t_warm, hot_on, hot_pages,
+	       now_s() - start, t90, warm_on, fast, budget / PAGE);
+	EXPECT_LE(fast * PAGE, budget + budget / 8);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	/*
+	 * A policy check, so on the plain kernel only: on the debug kernel
+	 * a page sampled once is hot (the fixture), and the two sets look
+	 * alike.
+	 */
+	if (!getenv("HTMM_DEBUG_KERNEL")) {
+		ASSERT_LE(0, t90)
+			TH_LOG("90%% of the hot set never reached node 0");
+		/* What the budget leaves of the warm set, with a margin. */
+		EXPECT_LE(warm_on * PAGE, budget - hot_len * 9 / 10 + MB);
+	}
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
+ * No page trades places with one no hotter.  A fast-tier budget of 10 MiB,
+ * and on the slow node two 8 MiB sets.  The first is read alone until it
+ * is up; then both are read alike, all the time, for 30 s.  The second
+ * waits for room that only the first could make, and the top tier is
+ * weighed against it (htmm_exchange()), but the first is no less used:
+ * it must stay, and almost nothing may move down.  A rule that traded a
+ * page for any candidate counting more would swap the two sets' pages back
+ * and forth on the noise of their counts.
+ */
+TEST_F_TIMEOUT(tiering, equally_hot_sets_do_not_trade_places,
+	       TIERING_TIMEOUT)
+{
+	const size_t len = 16 * MB, set_len = 8 * MB;
+	const long set_pages = set_len / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long first_up, first_on = 0, first_least, second_on = 0;
+	long long demoted, promoted;
+	double start;
+	char *first, *second;
+
+	ASSERT_NE(NULL, buf);
+	first = buf;
+	second = buf + set_len;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "10"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	first_up = read_until_up(first, set_len, patience(60));
+	ASSERT_LE(set_pages * 9, first_up * 10)
+		TH_LOG("the first set never reached node 0: %ld of %ld pages",
+		       first_up, set_pages);
+
+	demoted = session_stat(getpid(), "demoted");
+	promoted = session_stat(getpid(), "promoted");
+	first_least = first_up;
+	start = now_s();
+	while (now_s() - start < 30) {
+		double t = now_s();
+
+		while (now_s() - t < 0.5) {
+			read_pages(first, set_len);
+			read_pages(second, set_len);
+		}
+		first_on = pages_on(first, set_len, FAST, NULL);
+		second_on = pages_on(second, set_len, FAST, NULL);
+		ASSERT_LE(0, first_on);
+		ASSERT_LE(0, second_on);
+		if (first_on < first_least)
+			first_least = first_on;
+	}
+	demoted = session_stat(getpid(), "demoted") - demoted;
+	promoted = session_stat(getpid(), "promoted") - promoted;
+	log_session(_metadata);
+	TH_LOG("first set: %ld of %ld pages on node 0 when up, %ld at the least in the 30 s both were read, %ld at the end; second set: %ld; in those 30 s, %lld pages promoted and %lld demoted",
+	       first_up, set_pages, first_least, first_on, second_on,
+	       promoted, demoted);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	/*
+	 * At most an eighth of a set went down, and the first set stayed: a
+	 * policy check, so on the plain kernel only: on the debug kernel a
+	 * page sampled once is hot (the fixture), and in one run 401 pages
+	 * went down while the first set stayed whole.
+	 */
+	if (!getenv("HTMM_DEBUG_KERNEL")) {
+		EXPECT_LE(demoted * 8, set_pages);
+		EXPECT_LE(first_up - first_least, set_pages / 8);
+	}
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
 /* Kilobytes of AnonHugePages in this process. */
 static long anon_huge_kb(void)
 {
@@ -1962,6 +2120,86 @@ TEST_F_TIMEOUT(tiering, numa_balancing_leaves_managed_pages_alone, TIERING_TIMEO
 	EXPECT_EQ(0, most);
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
+ * htmm's stamps do not reach NUMA balancing.  The scan stamps each folio it
+ * arms with the time (folio_xchg_access_time()), in the field NUMA
+ * balancing reads, outside its tiering mode's lower tiers, as the folio's
+ * last cpupid: read there, a stamp names a cpu that may not exist, whose
+ * run queue task_numa_group() reads (a KASAN null-pointer report, then an
+ * oops, in a guest).  With NUMA balancing in its normal mode, scanning
+ * early and often: a buffer the session sampled is read on after
+ * htmm_end(), and shared memory that a managed child reads is read by
+ * this unmanaged process too.  NUMA balancing takes hint faults on both,
+ * and neither may find a stamp: the session's end takes them off, and the
+ * scan of a managed process leaves alone the folios another maps.
+ */
+TEST_F_TIMEOUT(tiering, stamps_do_not_reach_numa_balancing, TIERING_TIMEOUT)
+{
+	const size_t len = 16 * MB;
+	const long pages = len / PAGE;
+	long long hints, after_end, shared_hints, slow = 0;
+	double start;
+	char *buf, *shm;
+	pid_t kid;
+
+	if (access(NUMA_BALANCING, W_OK))
+		SKIP(return, "no NUMA balancing in this kernel");
+	ASSERT_EQ(0, set_knob(&self->saved, NUMA_BALANCING, "1"));
+	set_knob(&self->saved, NB_DEBUGFS "/scan_delay_ms", "100");
+	set_knob(&self->saved, NB_DEBUGFS "/scan_period_min_ms", "100");
+	/* Pages stay on the slow node, armed and stamped round after round. */
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/promote_rate_mb", "0"));
+
+	/* 1. After the session's end. */
+	buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < patience(60) && slow < pages) {
+		read_pages(buf, len);
+		slow = session_stat(getpid(), "slow");
+	}
+	ASSERT_LE(pages, slow)
+		TH_LOG("the session sampled %lld faults of %ld pages", slow,
+		       pages);
+	ASSERT_EQ(0, sys_htmm_end(0));
+	hints = vmstat("numa_hint_faults");
+	start = now_s();
+	do {
+		read_pages(buf, len);
+		after_end = vmstat("numa_hint_faults") - hints;
+	} while (now_s() - start < patience(30) && after_end < pages / 4);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+
+	/* 2. Shared memory, which a managed child reads too. */
+	shm = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, shm);
+	memset(shm, 1, len);
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			read_pages(shm, len);
+	}
+	ASSERT_EQ(0, sys_htmm_start(kid, FAST));
+	hints = vmstat("numa_hint_faults");
+	start = now_s();
+	do {
+		read_pages(shm, len);
+		shared_hints = vmstat("numa_hint_faults") - hints;
+	} while (now_s() - start < patience(30) && shared_hints < pages);
+	TH_LOG("hint faults: %lld after the session's end (the session had sampled %lld), %lld while this process and a managed child read shared memory",
+	       after_end, slow, shared_hints);
+	ASSERT_EQ(0, sys_htmm_end(kid));
+	reap(kid);
+	/* NUMA balancing took faults on the pages htmm had stamped. */
+	EXPECT_LE(pages / 4, after_end);
+	EXPECT_LE(pages, shared_hints);
+	munmap(shm, len);
 }
 
 /*
