@@ -652,7 +652,7 @@ TEST_F_TIMEOUT(tiering, hottest_first_into_a_full_node, TIERING_TIMEOUT)
 	const long hot_pages = hot_len / PAGE, warm_pages = warm_len / PAGE;
 	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
 	long hot_on = 0, warm_on = 0, warm_up = 0, fast;
-	double start, t_warm = -1, t90 = -1, q;
+	double start, t_warm = -1, t90 = -1, q, hot_wait;
 	char *warm, *hot;
 
 	ASSERT_NE(NULL, buf);
@@ -683,8 +683,14 @@ TEST_F_TIMEOUT(tiering, hottest_first_into_a_full_node, TIERING_TIMEOUT)
 		TH_LOG("the warm set never reached node 0: %ld of %ld pages",
 		       warm_up, warm_pages);
 
+	/*
+	 * On the debug kernel, where the policy is not checked (below), 30 s
+	 * is enough to run the mechanism: there the hot set never gets its
+	 * 90%, and the full patience would be 6 minutes of waiting for it.
+	 */
+	hot_wait = debug_kernel() ? 30 : 90;
 	start = now_s();
-	while (t90 < 0 && now_s() - start < patience(90)) {
+	while (t90 < 0 && now_s() - start < hot_wait) {
 		double t = now_s();
 
 		while (now_s() - t < 0.5) {
