@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2128,6 +2129,13 @@ TEST_F_TIMEOUT(tiering, numa_balancing_leaves_managed_pages_alone, TIERING_TIMEO
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
+static void *idle_thread(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
+}
+
 /*
  * htmm's stamps do not reach NUMA balancing.  The scan stamps each folio it
  * arms with the time (folio_xchg_access_time()), in the field NUMA
@@ -2139,15 +2147,21 @@ TEST_F_TIMEOUT(tiering, numa_balancing_leaves_managed_pages_alone, TIERING_TIMEO
  * htmm_end(), and shared memory that a managed child reads is read by
  * this unmanaged process too.  NUMA balancing takes hint faults on both,
  * and neither may find a stamp: the session's end takes them off, and the
- * scan of a managed process leaves alone the folios another maps.
+ * scan of a managed process leaves alone the folios another maps.  Then
+ * a forked child reads its copies of pages the session promoted, which
+ * keep their stamps on node 0: NUMA balancing takes a last cpupid that
+ * names no cpu as none, and the child lives on.
  */
 TEST_F_TIMEOUT(tiering, stamps_do_not_reach_numa_balancing, TIERING_TIMEOUT)
 {
 	const size_t len = 16 * MB;
 	const long pages = len / PAGE;
-	long long hints, after_end, shared_hints, slow = 0;
+	long long hints, after_end, shared_hints, kid_hints, slow = 0;
+	long up;
+	bool kid_alive;
 	double start;
-	char *buf, *shm;
+	char *buf, *buf2, *shm;
+	int go[2];
 	pid_t kid;
 
 	if (access(NUMA_BALANCING, W_OK))
@@ -2198,14 +2212,66 @@ TEST_F_TIMEOUT(tiering, stamps_do_not_reach_numa_balancing, TIERING_TIMEOUT)
 		read_pages(shm, len);
 		shared_hints = vmstat("numa_hint_faults") - hints;
 	} while (now_s() - start < patience(30) && shared_hints < pages);
-	TH_LOG("hint faults: %lld after the session's end (the session had sampled %lld), %lld while this process and a managed child read shared memory",
-	       after_end, slow, shared_hints);
 	ASSERT_EQ(0, sys_htmm_end(kid));
 	reap(kid);
+	munmap(shm, len);
+
+	/*
+	 * 3. A forked child's copies of pages the session promoted.  A page
+	 * carries the stamp of its last arming up to node 0, where NUMA
+	 * balancing reads the field as a cpupid on every tier.  Written by
+	 * this process after the fork, the copies are the child's alone,
+	 * and NUMA balancing scans them and takes the child's faults.
+	 */
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/promote_rate_mb",
+			      "256"));
+	buf2 = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	ASSERT_NE(NULL, buf2);
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	up = read_until_up(buf2, len, patience(60));
+	ASSERT_LE(pages * 9, up * 10)
+		TH_LOG("the session promoted %ld of %ld pages", up, pages);
+	ASSERT_EQ(0, pipe(go));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		pthread_t t;
+		char c;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(go[1]);
+		/*
+		 * A second thread: NUMA balancing does not arm the pages
+		 * of a single-threaded process on the node it runs on.
+		 */
+		if (pthread_create(&t, NULL, idle_thread, NULL) ||
+		    read(go[0], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			read_pages(buf2, len);
+	}
+	close(go[0]);
+	for (size_t off = 0; off < len; off += PAGE)
+		((volatile char *)buf2)[off] = buf2[off];
+	ASSERT_EQ(0, sys_htmm_end(0));
+	hints = vmstat("numa_hint_faults");
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	start = now_s();
+	do {
+		usleep(100000);
+		kid_hints = vmstat("numa_hint_faults") - hints;
+	} while (now_s() - start < patience(30) && kid_hints < pages / 4);
+	kid_alive = waitpid(kid, NULL, WNOHANG) == 0;
+	close(go[1]);
+	reap(kid);
+	ASSERT_EQ(-1, check(buf2, len, (uintptr_t)buf2));
+	TH_LOG("hint faults: %lld after the session's end (the session had sampled %lld), %lld while this process and a managed child read shared memory, %lld on a forked child's copies of %ld promoted pages",
+	       after_end, slow, shared_hints, kid_hints, up);
 	/* NUMA balancing took faults on the pages htmm had stamped. */
 	EXPECT_LE(pages / 4, after_end);
 	EXPECT_LE(pages, shared_hints);
-	munmap(shm, len);
+	EXPECT_LE(pages / 4, kid_hints);
+	EXPECT_TRUE(kid_alive);
 }
 
 /*
