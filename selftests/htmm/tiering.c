@@ -2161,7 +2161,6 @@ TEST_F_TIMEOUT(tiering, stamps_do_not_reach_numa_balancing, TIERING_TIMEOUT)
 	bool kid_alive;
 	double start;
 	char *buf, *buf2, *shm;
-	int go[2];
 	pid_t kid;
 
 	if (access(NUMA_BALANCING, W_OK))
@@ -2217,61 +2216,60 @@ TEST_F_TIMEOUT(tiering, stamps_do_not_reach_numa_balancing, TIERING_TIMEOUT)
 	munmap(shm, len);
 
 	/*
-	 * 3. A forked child's copies of pages the session promoted.  A page
-	 * carries the stamp of its last arming up to node 0, where NUMA
-	 * balancing reads the field as a cpupid on every tier.  Written by
-	 * this process after the fork, the copies are the child's alone,
-	 * and NUMA balancing scans them and takes the child's faults.
+	 * 3. A forked child's view of shared memory the session promoted,
+	 * while it maps it alone.  Each page carries the stamp of its last
+	 * arming up to node 0, where NUMA balancing reads the field as a
+	 * cpupid on every tier; the fork maps the pages twice, and the
+	 * session's scan leaves them alone from then on, with their stamps.
+	 * NUMA balancing scans the child's mapping and takes its faults,
+	 * writable ones, which group tasks by the last cpupid.
 	 */
 	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/promote_rate_mb",
 			      "256"));
-	buf2 = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
-	ASSERT_NE(NULL, buf2);
+	buf2 = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf2);
+	ASSERT_EQ(0, bind_to(buf2, len, SLOW));
+	fill(buf2, len, (uintptr_t)buf2);
+	ASSERT_EQ(0, bind_to(buf2, len, -1));
+	ASSERT_EQ(pages, pages_on(buf2, len, SLOW, NULL));
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	up = read_until_up(buf2, len, patience(60));
 	ASSERT_LE(pages * 9, up * 10)
 		TH_LOG("the session promoted %ld of %ld pages", up, pages);
-	ASSERT_EQ(0, pipe(go));
 	kid = fork();
 	ASSERT_LE(0, kid);
 	if (!kid) {
 		pthread_t t;
-		char c;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(go[1]);
 		/*
 		 * A second thread: NUMA balancing does not arm the pages
 		 * of a single-threaded process on the node it runs on.
 		 */
-		if (pthread_create(&t, NULL, idle_thread, NULL) ||
-		    read(go[0], &c, 1) != 1)
+		if (pthread_create(&t, NULL, idle_thread, NULL))
 			_exit(1);
 		for (;;)
 			read_pages(buf2, len);
 	}
-	close(go[0]);
-	for (size_t off = 0; off < len; off += PAGE)
-		((volatile char *)buf2)[off] = buf2[off];
-	ASSERT_EQ(0, sys_htmm_end(0));
 	hints = vmstat("numa_hint_faults");
-	ASSERT_EQ(1, write(go[1], "g", 1));
 	start = now_s();
 	do {
 		usleep(100000);
 		kid_hints = vmstat("numa_hint_faults") - hints;
 	} while (now_s() - start < patience(30) && kid_hints < pages / 4);
 	kid_alive = waitpid(kid, NULL, WNOHANG) == 0;
-	close(go[1]);
 	reap(kid);
+	ASSERT_EQ(0, sys_htmm_end(0));
 	ASSERT_EQ(-1, check(buf2, len, (uintptr_t)buf2));
-	TH_LOG("hint faults: %lld after the session's end (the session had sampled %lld), %lld while this process and a managed child read shared memory, %lld on a forked child's copies of %ld promoted pages",
+	TH_LOG("hint faults: %lld after the session's end (the session had sampled %lld), %lld while this process and a managed child read shared memory, %lld while a forked child read %ld shared pages the session promoted",
 	       after_end, slow, shared_hints, kid_hints, up);
 	/* NUMA balancing took faults on the pages htmm had stamped. */
 	EXPECT_LE(pages / 4, after_end);
 	EXPECT_LE(pages, shared_hints);
 	EXPECT_LE(pages / 4, kid_hints);
 	EXPECT_TRUE(kid_alive);
+	munmap(buf2, len);
 }
 
 /*
