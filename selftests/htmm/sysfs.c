@@ -2295,6 +2295,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1500)
 	struct census c = { -1, -1, -1, -1, -1 };
 	long on[2] = { -1, -1 }, shared_on[2] = { -1, -1 };
 	double start, requeue_s;
+	char scan_period[32];
 	pid_t pid;
 	int fd;
 
@@ -2374,9 +2375,9 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1500)
 	 * (before the scan comes back to them: the census runs every 100 ms,
 	 * a round takes a second).  The shared pages are left where they
 	 * are: the hint-fault scan of a managed process does not even arm a
-	 * page another process maps, so they have no hints, and are not
-	 * counted as skipped.  A census that left dropped hot pages to the
-	 * next scan (requeued 0), or a shared page moved, fails.
+	 * page another process maps, so they have no hints.  A census that
+	 * left dropped hot pages to the next scan (requeued 0), or a shared
+	 * page moved, fails.
 	 */
 	set_or_fail(_metadata, "fast_budget_mb", "0");
 	/*
@@ -2387,6 +2388,8 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1500)
 	 * is armed again) until the census has requeued, then let go: the
 	 * pages the debug kernel had not sampled yet in 1. need it.
 	 */
+	ASSERT_EQ(0, read_file(HTMM "/hint_scan_period_ms", scan_period,
+			       sizeof(scan_period)));
 	set_or_fail(_metadata, "hint_scan_period_ms", "600000");
 	start = now_s();
 	while (now_s() - start < sf_patience(60)) {
@@ -2396,7 +2399,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1500)
 		usleep(200000);
 	}
 	requeue_s = now_s() - start;
-	set_or_fail(_metadata, "hint_scan_period_ms", "1000");
+	set_or_fail(_metadata, "hint_scan_period_ms", scan_period);
 	while (now_s() - start < sf_patience(60)) {
 		if (!kid_nodes(k, 0, OWN * SF_PAGE, SF_PAGE, on) &&
 		    on[0] >= OWN * 9 / 10)
