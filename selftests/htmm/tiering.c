@@ -293,13 +293,18 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, TIERING_TIMEOUT)
 	 * page sampled in the epoch before as well).  Its count, 1 and
 	 * what is left of the last after 8 halvings, stays under any hot
 	 * threshold of 2 or more (adaptive or fixed, never under
-	 * hot_threshold, 4 by default): htmm promises that none of it goes
-	 * up, and no slack is due.  On the debug kernel the fixture makes a
-	 * page sampled once hot (threshold 1), and a cold page goes up
-	 * after its first read: there, no bound.
+	 * hot_threshold, 4 by default).  The survey (one page in every
+	 * 2 MiB armed each second, and a 2 MiB armed whole where a page
+	 * faults as hot twice in a row) samples some pages apart from the
+	 * rounds: in full runs of the suite 2 and 3 pages of the 28,672
+	 * went up (none in runs of this test alone), so a thousandth is
+	 * allowed, far under what a rule that let cold pages up would
+	 * move.  On the debug kernel the fixture makes a page sampled once
+	 * hot (threshold 1), and a cold page goes up after its first read:
+	 * there, no bound.
 	 */
 	if (!debug_kernel() && atoi(threshold) >= 2) {
-		EXPECT_EQ(0, cold_fast)
+		EXPECT_LE(cold_fast * 1000, (long)cold_pages)
 			TH_LOG("%ld pages of the cold part went up", cold_fast);
 	}
 	/*
@@ -567,6 +572,49 @@ TEST_F_TIMEOUT(tiering, moved_hot_set_is_followed, TIERING_TIMEOUT)
 	/* Both cannot be up: the first went down to make the room. */
 	EXPECT_LE(first_left * 2, hot_pages);
 	EXPECT_LE(fast * PAGE, budget);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
+ * A hot set far ahead of the scan is found without waiting for it.  A
+ * 256 MiB buffer on the slow node, scanned by the hint-fault source's
+ * window 4 MiB a second (hint_scan_mb): the window reaches the hot set,
+ * the buffer's last 16 MiB, a minute or more after the start, and without
+ * the surveys not one of its pages was up after 20 s.  The surveys, which
+ * arm one page of every 2 MiB each second and all of a 2 MiB whose page
+ * faults as hot twice in a row, had 85 to 87% of it on node 0 after 20 to
+ * 30 s in runs of this test alone, and 61% after 30 s in a full run of
+ * the suite; the check asks for a quarter within 30 s, which the window
+ * alone cannot give.  The rest is pages whose samples were lost when a
+ * 2 MiB faulted at once, which wait for a later survey or the window.
+ */
+TEST_F_TIMEOUT(tiering, hot_set_ahead_of_the_scan_is_found, TIERING_TIMEOUT)
+{
+	const size_t len = 256 * MB, hot_len = 16 * MB;
+	const long hot_pages = hot_len / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	double start, took;
+	char *hot;
+	long on;
+
+	ASSERT_NE(NULL, buf);
+	hot = buf + len - hot_len;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/source", "hint-fault"));
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/hint_scan_mb", "4"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	on = read_until_up(hot, hot_len, patience(30));
+	took = now_s() - start;
+	log_session(_metadata);
+	TH_LOG("hot set: %ld of %ld pages on node 0 after %.1f s; the rest: %ld of %zu",
+	       on, hot_pages, took,
+	       pages_on(buf, len - hot_len, FAST, NULL),
+	       (len - hot_len) / PAGE);
+	ASSERT_LE(hot_pages, on * 4)
+		TH_LOG("the hot set waited for the window");
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
