@@ -296,10 +296,11 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, TIERING_TIMEOUT)
 	 * hot_threshold, 4 by default).  The survey (one page in every
 	 * 2 MiB armed each second, and a 2 MiB armed whole where a page
 	 * faults as hot twice in a row) samples some pages apart from the
-	 * rounds: in full runs of the suite 2 and 3 pages of the 28,672
-	 * went up (none in runs of this test alone), so a thousandth is
-	 * allowed, far under what a rule that let cold pages up would
-	 * move.  On the debug kernel the fixture makes a page sampled once
+	 * rounds: in two full runs of the suite with a version that armed
+	 * a found 2 MiB whole at once, 2 and 3 pages of the 28,672 went up
+	 * (none in runs of this test alone, nor in a full run since), so a
+	 * thousandth is allowed, far under what a rule that let cold pages
+	 * up would move.  On the debug kernel the fixture makes a page sampled once
 	 * hot (threshold 1), and a cold page goes up after its first read:
 	 * there, no bound.
 	 */
@@ -583,11 +584,11 @@ TEST_F_TIMEOUT(tiering, moved_hot_set_is_followed, TIERING_TIMEOUT)
  * the buffer's last 16 MiB, a minute or more after the start, and without
  * the surveys not one of its pages was up after 20 s.  The surveys, which
  * arm one page of every 2 MiB each second and all of a 2 MiB whose page
- * faults as hot twice in a row, had 85 to 87% of it on node 0 after 20 to
- * 30 s in runs of this test alone, and 61% after 30 s in a full run of
- * the suite; the check asks for a quarter within 30 s, which the window
- * alone cannot give.  The rest is pages whose samples were lost when a
- * 2 MiB faulted at once, which wait for a later survey or the window.
+ * faults as hot twice in a row (a quarter of it a poll), had 4091 and
+ * 4096 of its 4096 pages on node 0 after 2 s, alone and in a full run
+ * of the suite.  Armed
+ * whole at once, a 2 MiB's faults overflowed the ring buffers, and 61 to
+ * 87% were up after 30 s.  The check asks for 90% within 30 s.
  */
 TEST_F_TIMEOUT(tiering, hot_set_ahead_of_the_scan_is_found, TIERING_TIMEOUT)
 {
@@ -613,7 +614,7 @@ TEST_F_TIMEOUT(tiering, hot_set_ahead_of_the_scan_is_found, TIERING_TIMEOUT)
 	       on, hot_pages, took,
 	       pages_on(buf, len - hot_len, FAST, NULL),
 	       (len - hot_len) / PAGE);
-	ASSERT_LE(hot_pages, on * 4)
+	ASSERT_LE(hot_pages * 9, on * 10)
 		TH_LOG("the hot set waited for the window");
 	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
 	ASSERT_EQ(0, sys_htmm_end(0));
