@@ -199,6 +199,12 @@ static inline long long session_faults(pid_t pid)
 	return n;
 }
 
+/* Whether the guest runs the debug kernel (KASAN, lockdep, ...). */
+static inline int debug_kernel(void)
+{
+	return getenv("HTMM_DEBUG_KERNEL") != NULL;
+}
+
 /* Wait up to @seconds for session_faults(@pid) to reach @want; the last. */
 static inline long long wait_session_faults(pid_t pid, long long want,
 					    double seconds)
@@ -206,6 +212,9 @@ static inline long long wait_session_faults(pid_t pid, long long want,
 	double start = now_s();
 	long long n;
 
+	/* The debug kernel is about four times slower. */
+	if (debug_kernel())
+		seconds *= 4;
 	while ((n = session_faults(pid)) >= 0 && n < want &&
 	       now_s() - start < seconds)
 		usleep(100000);
@@ -302,12 +311,6 @@ static inline int session_dir_exists(pid_t pid)
 
 	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d", (int)pid);
 	return !access(path, F_OK);
-}
-
-/* Whether the guest runs the debug kernel (KASAN, lockdep, ...). */
-static inline int debug_kernel(void)
-{
-	return getenv("HTMM_DEBUG_KERNEL") != NULL;
 }
 
 /* From <numaif.h>, which the guest has no library for. */

@@ -48,8 +48,11 @@ sleep 30 &
 victim=$!
 htmm-launch -q --pid $victim &
 launcher=$!
+# Up to 5 s, 20 s on the debug kernel.
+tries=50
+[ -n "${HTMM_DEBUG_KERNEL:-}" ] && tries=200
 i=0
-while [ ! -d "$SESSIONS/$victim" ] && [ $i -lt 50 ]; do
+while [ ! -d "$SESSIONS/$victim" ] && [ $i -lt $tries ]; do
 	sleep 0.1
 	i=$((i + 1))
 done

@@ -167,7 +167,7 @@ TEST(session_directory_follows_the_session)
 	 * while ksamplingd was busy) in lost: together, every fault.
 	 */
 	ASSERT_EQ(1, write(go[1], "g", 1));
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < (debug_kernel() ? 800 : 200); i++) {
 		sampled1 = get_ll(path);
 		unarmed1 = get_ll(unarmed);
 		lost1 = get_ll(lost);
@@ -260,6 +260,9 @@ static long long wait_session_ll(pid_t pid, const char *name, long long want,
 	double start = now_s();
 	long long v;
 
+	/* The debug kernel is about four times slower. */
+	if (debug_kernel())
+		seconds *= 4;
 	for (;;) {
 		v = session_ll(pid, name);
 		if (v >= 0 && (up ? v >= want : v <= want))

@@ -1544,7 +1544,8 @@ TEST_F_TIMEOUT(tiering, failed_allocations_during_promotion, TIERING_TIMEOUT)
 
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
-	while (session_stat(getpid(), "promote_failed") <= 0 && now_s() - start < 60)
+	while (session_stat(getpid(), "promote_failed") <= 0 &&
+	       now_s() - start < patience(60))
 		read_pages(buf, len);
 	failed = session_stat(getpid(), "promote_failed");
 
