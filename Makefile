@@ -38,7 +38,7 @@ DEB_PACKAGES := linux-source-6.12 qemu-system-x86 busybox-static \
 
 space := $(subst ,, )
 
-.PHONY: kernel-distro-check deb-config deb bench test-one bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
+.PHONY: kernel-distro-check deb-config deb bench bench-boot test-one bench-sampling bench-tiering test-debug kernel-debug help deps kernel kernel-reset patches checkpatch check-series selftests \
 	userspace install initramfs test demo shell clean distclean deps-check
 
 help:
@@ -54,6 +54,7 @@ help:
 	@echo "  make shell       interactive guest on the serial console (Ctrl-A X quits)"
 	@echo "  make bench       htmm against NUMA-balancing tiering and DAMON, node 1 made"
 	@echo "                   really slower by the emulated slow tier (bench-results/)"
+	@echo "                   BENCH_BOOTS=N: N boots, and the spread of each figure"
 	@echo "  make bench-sampling  figures of the sampling pipeline in the guest"
 	@echo "  make bench-tiering   figures of promotion: time to 90%, throughput, cpu"
 	@echo "  make plugin      build the QEMU plugin of the emulated slow tier"
@@ -219,7 +220,28 @@ BENCH_COMPARE  ?= 768M 64M 40
 BENCH_SLOW_TIER ?= default
 BENCH_OUT      ?= $(TOP)/bench-results
 BENCH_STAR     := $(BUILD)/bench-compare.slowtier.csv
+# BENCH_BOOTS=N: N boots one after the other, each into $(BENCH_OUT)/boot-K,
+# then the median, min and max of each figure over them into $(BENCH_OUT)
+# (qemu/host/bench-spread.py): one boot's figures vary from the next's.
+BENCH_BOOTS    ?= 1
 bench: deps-check plugin
+	@case "$(BENCH_BOOTS)" in ''|*[!0-9]*|0*) \
+		echo "make bench: BENCH_BOOTS is a number of boots, 1 or more, not '$(BENCH_BOOTS)'" >&2; \
+		exit 2;; esac
+	@if [ "$(BENCH_BOOTS)" = 1 ]; then \
+		$(MAKE) -s bench-boot; \
+	else \
+		rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT) && \
+		for k in $$(seq $(BENCH_BOOTS)); do \
+			echo "make bench: boot $$k of $(BENCH_BOOTS)"; \
+			$(MAKE) -s bench-boot BENCH_OUT=$(BENCH_OUT)/boot-$$k || exit 1; \
+		done && \
+		python3 $(TOP)/qemu/host/bench-spread.py $(BENCH_OUT) \
+			$$(seq -f '$(BENCH_OUT)/boot-%g' $(BENCH_BOOTS)); \
+	fi
+
+# One boot of the benchmark, into $(BENCH_OUT).
+bench-boot: deps-check plugin
 	@$(MAKE) -s initramfs
 	@$(NEED) gnuplot
 	@rm -f $(BENCH_STAR)
