@@ -55,49 +55,51 @@ static void read_for(const void *p, size_t len, double seconds)
 		read_pages(p, len);
 }
 
-/* Pages of @pid's session in histogram bins @from and up. */
-static long long hist_from(pid_t pid, unsigned int from)
+#define POLICY_NR_BINS	32
+
+/* The pages of @pid's session per histogram bin, in @bins; -1 if unreadable. */
+static int hist_read(pid_t pid, long long bins[POLICY_NR_BINS])
 {
 	char path[128], buf[512], *s, *end;
-	long long n = 0;
-	unsigned int b;
+	int n;
 
 	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d/histogram", pid);
 	if (read_file(path, buf, sizeof(buf)))
 		return -1;
 	s = buf;
-	for (b = 0;; b++) {
-		long long v = strtoll(s, &end, 10);
-
+	for (n = 0; n < POLICY_NR_BINS; n++) {
+		bins[n] = strtoll(s, &end, 10);
 		if (end == s)
 			break;
-		if (b >= from)
-			n += v;
 		s = end;
 	}
 	return n;
 }
 
+/* Pages of @pid's session in histogram bins @from and up. */
+static long long hist_from(pid_t pid, int from)
+{
+	long long bins[POLICY_NR_BINS], sum = 0;
+	int n = hist_read(pid, bins);
+
+	if (n < 0)
+		return -1;
+	for (int b = from; b < n; b++)
+		sum += bins[b];
+	return sum;
+}
+
 /* The highest bin of @pid's histogram that holds a page; -1 if unreadable. */
 static int hist_top(pid_t pid)
 {
-	char path[128], buf[512], *s, *end;
-	int b, top = 0;
+	long long bins[POLICY_NR_BINS];
+	int n = hist_read(pid, bins);
 
-	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d/histogram", pid);
-	if (read_file(path, buf, sizeof(buf)))
+	if (n < 0)
 		return -1;
-	s = buf;
-	for (b = 0;; b++) {
-		long long v = strtoll(s, &end, 10);
-
-		if (end == s)
-			break;
-		if (v > 0)
-			top = b;
-		s = end;
-	}
-	return top;
+	while (n > 1 && !bins[n - 1])
+		n--;
+	return n - 1;
 }
 
 /* Log what the session of @pid did, for the record. */
