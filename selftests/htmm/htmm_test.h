@@ -212,9 +212,6 @@ static inline long long wait_session_faults(pid_t pid, long long want,
 	double start = now_s();
 	long long n;
 
-	/* The debug kernel is about four times slower. */
-	if (debug_kernel())
-		seconds *= 4;
 	while ((n = session_faults(pid)) >= 0 && n < want &&
 	       now_s() - start < seconds)
 		usleep(100000);

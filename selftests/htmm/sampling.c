@@ -691,7 +691,7 @@ static long long session_stat(pid_t pid, const char *name)
  * touches: perf drops samples and says so with PERF_RECORD_LOST, which
  * ksamplingd counts, and every record it reads is whole.
  */
-TEST_F_TIMEOUT(sampling, overflowing_buffers_are_counted_not_misread, 300)
+TEST_F_TIMEOUT(sampling, overflowing_buffers_are_counted_not_misread, 600)
 {
 	long long lost0 = vmstat("htmm_sample_lost"), sampled, lost, malformed;
 	double start;

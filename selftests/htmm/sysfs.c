@@ -167,7 +167,7 @@ TEST(session_directory_follows_the_session)
 	 * while ksamplingd was busy) in lost: together, every fault.
 	 */
 	ASSERT_EQ(1, write(go[1], "g", 1));
-	for (int i = 0; i < (debug_kernel() ? 800 : 200); i++) {
+	for (int i = 0; i < 200; i++) {
 		sampled1 = get_ll(path);
 		unarmed1 = get_ll(unarmed);
 		lost1 = get_ll(lost);
@@ -260,9 +260,6 @@ static long long wait_session_ll(pid_t pid, const char *name, long long want,
 	double start = now_s();
 	long long v;
 
-	/* The debug kernel is about four times slower. */
-	if (debug_kernel())
-		seconds *= 4;
 	for (;;) {
 		v = session_ll(pid, name);
 		if (v >= 0 && (up ? v >= want : v <= want))
@@ -2287,7 +2284,7 @@ static long long trace_overrun(void)
  * promoted, demoted, promote_failed and demote_failed must then be what
  * the htmm:htmm_migrate trace of the whole session says kmigraterd moved.
  */
-TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1500)
+TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 {
 	enum { OWN = 7168, SHARED = 256, SLACK = 256, BUDGET = 1024 };
 	const struct part parts[] = {
@@ -2427,6 +2424,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1500)
 				    sf_patience(30)))
 		TH_LOG("the stopped process's records are not all read");
 	requeued0 = session_ll(pid, "requeued");
+	ASSERT_LE(0, requeued0);
 	set_or_fail(_metadata, "fast_budget_mb", "0");
 	start = now_s();
 	while (now_s() - start < sf_patience(60)) {
