@@ -223,6 +223,8 @@ BENCH_STAR     := $(BUILD)/bench-compare.slowtier.csv
 # BENCH_BOOTS=N: N boots one after the other, each into $(BENCH_OUT)/boot-K,
 # then the median, min and max of each figure over them into $(BENCH_OUT)
 # (qemu/host/bench-spread.py): one boot's figures vary from the next's.
+# They are made in $(BENCH_OUT).new, which replaces $(BENCH_OUT) once all
+# went well: a failed boot leaves the results of the last run as they were.
 BENCH_BOOTS    ?= 1
 bench: deps-check plugin
 	@case "$(BENCH_BOOTS)" in ''|*[!0-9]*|0*) \
@@ -231,13 +233,15 @@ bench: deps-check plugin
 	@if [ "$(BENCH_BOOTS)" = 1 ]; then \
 		$(MAKE) -s bench-boot; \
 	else \
-		rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT) && \
+		rm -rf '$(BENCH_OUT).new' && mkdir -p '$(BENCH_OUT).new' && \
 		for k in $$(seq $(BENCH_BOOTS)); do \
 			echo "make bench: boot $$k of $(BENCH_BOOTS)"; \
-			$(MAKE) -s bench-boot BENCH_OUT=$(BENCH_OUT)/boot-$$k || exit 1; \
+			$(MAKE) -s bench-boot BENCH_OUT='$(BENCH_OUT).new'/boot-$$k || \
+				{ echo "make bench: the boots so far are in $(BENCH_OUT).new" >&2; exit 1; }; \
 		done && \
-		python3 $(TOP)/qemu/host/bench-spread.py $(BENCH_OUT) \
-			$$(seq -f '$(BENCH_OUT)/boot-%g' $(BENCH_BOOTS)); \
+		python3 $(TOP)/qemu/host/bench-spread.py '$(BENCH_OUT).new' \
+			$$(seq -f '$(BENCH_OUT).new/boot-%g' $(BENCH_BOOTS)) && \
+		rm -rf '$(BENCH_OUT)' && mv '$(BENCH_OUT).new' '$(BENCH_OUT)'; \
 	fi
 
 # One boot of the benchmark, into $(BENCH_OUT).

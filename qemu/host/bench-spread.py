@@ -82,14 +82,19 @@ def read_summary(path):
 
 
 def fmt(v):
-    """A figure to print: from 100 up as a whole number, under it to 0.1."""
+    """A figure of spread.tsv: as precise as summary.tsv gave it."""
     if v is None:
         return "-"
     if math.isinf(v):
         return "inf"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    return f"{v:.1f}"
+    return f"{v:g}" if abs(v) < 1e6 else f"{v:.0f}"
+
+
+def fmt_md(v):
+    """A figure of spread.md: from 100 up as a whole number, under it to 0.01."""
+    if v is None or math.isinf(v) or abs(v) >= 100:
+        return fmt(v if v is None or math.isinf(v) else round(v))
+    return f"{v:.2f}".rstrip("0").rstrip(".") if v != int(v) else f"{int(v)}"
 
 
 def spread(boots):
@@ -121,8 +126,8 @@ def markdown(rows, nboots):
         if (system, workload) not in by:
             by[(system, workload)] = {}
             keys.append((system, workload))
-        cell = "-" if not n else (fmt(med) if lo == hi else
-                                  f"{fmt(med)} ({fmt(lo)}-{fmt(hi)})")
+        cell = "-" if not n else (fmt_md(med) if lo == hi else
+                                  f"{fmt_md(med)} ({fmt_md(lo)}-{fmt_md(hi)})")
         by[(system, workload)][name] = cell
     head = ["system", "workload"] + [title for _, title in FIGURES]
     lines = [f"{nboots} boots: median (min-max)", "",
