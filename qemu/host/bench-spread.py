@@ -92,9 +92,11 @@ def fmt(v):
 
 def fmt_md(v):
     """A figure of spread.md: from 100 up as a whole number, under it to 0.01."""
-    if v is None or math.isinf(v) or abs(v) >= 100:
-        return fmt(v if v is None or math.isinf(v) else round(v))
-    return f"{v:.2f}".rstrip("0").rstrip(".") if v != int(v) else f"{int(v)}"
+    if v is None or math.isinf(v):
+        return fmt(v)
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.2f}".rstrip("0").rstrip(".")
 
 
 def spread(boots):

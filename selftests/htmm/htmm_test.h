@@ -205,6 +205,21 @@ static inline int debug_kernel(void)
 	return getenv("HTMM_DEBUG_KERNEL") != NULL;
 }
 
+/*
+ * How long to wait for pages to move, given the bound for the plain guest
+ * kernel.  On the debug kernel (KASAN, lockdep, kmemleak) the scan, the
+ * faults and the reading of their records cost many times what they cost
+ * on the plain one, while the test's own loads do not: ksamplingd holds its
+ * budget with a scan up to 64 times sparser, and a hot set that goes up in
+ * 1-2 s on the plain kernel takes 80 s or more there, twice that when the
+ * host is busy.  These tests judge where pages go; how fast they go is
+ * judged by the plain kernel's bounds and measured by the benchmarks.
+ */
+static inline double patience(double plain)
+{
+	return debug_kernel() ? 4 * plain : plain;
+}
+
 /* Wait up to @seconds for session_faults(@pid) to reach @want; the last. */
 static inline long long wait_session_faults(pid_t pid, long long want,
 					    double seconds)

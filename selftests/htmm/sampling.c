@@ -718,8 +718,7 @@ TEST_F_TIMEOUT(sampling, overflowing_buffers_are_counted_not_misread, 600)
 		usleep(100 * 1000);
 		lost = session_stat(c.pid, "lost");
 		sampled = session_stat(c.pid, "sampled");
-	} while ((lost <= 0 || sampled <= 0) &&
-		 now_s() - start < (debug_kernel() ? 240 : 60));
+	} while ((lost <= 0 || sampled <= 0) && now_s() - start < patience(60));
 	malformed = session_stat(c.pid, "malformed");
 	ASSERT_EQ(0, wait_child(&c));
 	ASSERT_EQ(0, count_trace(c.pid, c.lo, c.hi, &tc));

@@ -752,7 +752,7 @@ static long long memcg_stat(const char *name, const char *key)
 TEST_F_TIMEOUT(hotness, counts_are_charged_to_the_process_memcg, 300)
 {
 	const size_t len = 128UL << 20;
-	long long slab0, slab1, tracked;
+	long long slab0, slab1, tracked, want;
 	int cmd, ack, err;
 	double start;
 	pid_t pid;
@@ -771,6 +771,7 @@ TEST_F_TIMEOUT(hotness, counts_are_charged_to_the_process_memcg, 300)
 	ASSERT_EQ(0, sys_htmm_start(pid, -1));
 
 	tracked = wait_session_ll(pid, "tracked", len / 4096 / 2, 1, 120);
+	want = tracked / 64 * 256 / 2;
 	/*
 	 * memory.stat is flushed on a read only past a batch of updates per
 	 * cpu, which the chunks alone may not make; otherwise every 2 s.
@@ -778,7 +779,7 @@ TEST_F_TIMEOUT(hotness, counts_are_charged_to_the_process_memcg, 300)
 	start = now_s();
 	do {
 		slab1 = memcg_stat(MEMCG, "slab_unreclaimable");
-		if (slab1 - slab0 >= tracked / 64 * 256 / 2)
+		if (slab1 - slab0 >= want)
 			break;
 		usleep(200000);
 	} while (now_s() - start < 6);
@@ -789,7 +790,7 @@ TEST_F_TIMEOUT(hotness, counts_are_charged_to_the_process_memcg, 300)
 	self->pid = 0;
 	cgroup_remove(MEMCG);
 	ASSERT_GE(tracked, (long long)(len / 4096 / 2));
-	ASSERT_GE(slab1 - slab0, tracked / 64 * 256 / 2);
+	ASSERT_GE(slab1 - slab0, want);
 }
 
 /* What the process of the tests below does once its session started. */
@@ -1468,12 +1469,6 @@ static const char *const session_file_names[] = {
 #define TRACING		"/sys/kernel/tracing"
 #define MIGRATE_EVENT	TRACING "/events/htmm/htmm_migrate/enable"
 
-/* Seconds to wait for what takes @plain on the plain kernel. */
-static double sf_patience(double plain)
-{
-	return getenv("HTMM_DEBUG_KERNEL") ? 4 * plain : plain;
-}
-
 /*
  * A part of a workload's buffer: first touched on @node, one page every
  * @step bytes, then read over and over (@loop) or left alone; @shared:
@@ -1971,7 +1966,7 @@ TEST_F_TIMEOUT(session_files, samples_and_census_add_up, 900)
 	 * touched only before the session began, has no count: cold.
 	 */
 	start = now_s();
-	while (now_s() - start < sf_patience(60)) {
+	while (now_s() - start < patience(60)) {
 		if (!census_read(pid, &c) &&
 		    c.hot + c.warm >= WARM + HOT / 4)
 			break;
@@ -2026,7 +2021,7 @@ TEST_F_TIMEOUT(session_files, samples_and_census_add_up, 900)
 	set_or_fail(_metadata, "hot_threshold", "1");
 	EXPECT_EQ(1, session_ll(pid, "hot_threshold"));
 	start = now_s();
-	while (now_s() - start < sf_patience(60)) {
+	while (now_s() - start < patience(60)) {
 		if (!census_read(pid, &c) && !c.warm &&
 		    c.hot >= WARM / 2 + HOT / 4)
 			break;
@@ -2048,7 +2043,7 @@ TEST_F_TIMEOUT(session_files, samples_and_census_add_up, 900)
 	set_or_fail(_metadata, "hot_threshold", "32767");
 	EXPECT_EQ(32767, session_ll(pid, "hot_threshold"));
 	start = now_s();
-	while (now_s() - start < sf_patience(20)) {
+	while (now_s() - start < patience(20)) {
 		if (!census_read(pid, &c) && !c.hot && !c.warm)
 			break;
 		usleep(200000);
@@ -2085,7 +2080,7 @@ TEST_F_TIMEOUT(session_files, samples_and_census_add_up, 900)
 	/* Then still: every record read, no count changing but by cooling. */
 	ASSERT_EQ(0, kill(pid, SIGSTOP));
 	ASSERT_EQ(0, session_settle(pid, sample_names, NR_SAMPLE, v, 1.0,
-				    sf_patience(30)))
+				    patience(30)))
 		TH_LOG("the sample counters do not settle");
 	lost1 = vmstat("htmm_sample_lost");
 	throttled1 = vmstat("htmm_sample_throttled");
@@ -2179,7 +2174,7 @@ TEST_F_TIMEOUT(session_files, samples_over_the_bound_are_untracked, 600)
 	pid = k->pid;
 	ASSERT_EQ(0, sys_htmm_start(pid, -1));
 	start = now_s();
-	while (now_s() - start < sf_patience(60)) {
+	while (now_s() - start < patience(60)) {
 		untracked = session_ll(pid, "untracked");
 		tracked = session_ll(pid, "tracked");
 		if (untracked > 0 && tracked >= SF_MIN_CHUNKS * 3 / 4)
@@ -2340,7 +2335,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 	 * once.  A drop not counted fails.
 	 */
 	start = now_s();
-	while (now_s() - start < sf_patience(60)) {
+	while (now_s() - start < patience(60)) {
 		tracked = session_ll(pid, "tracked");
 		if (!census_read(pid, &c) &&
 		    tracked - c.fast >= SF_QUEUE_LEN + 1024 &&
@@ -2371,7 +2366,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 	set_or_fail(_metadata, "promote_rate_mb", "2048");
 	/* no_room counts when kmigraterd isolates, before the pages move. */
 	start = now_s();
-	while (now_s() - start < sf_patience(60)) {
+	while (now_s() - start < patience(60)) {
 		no_room = session_ll(pid, "no_room");
 		if (!kid_nodes(k, 0, (OWN + SHARED) * SF_PAGE, SF_PAGE, on) &&
 		    no_room > 0 && on[0] >= BUDGET / 2)
@@ -2421,13 +2416,13 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 	ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
 	ASSERT_TRUE(WIFSTOPPED(status));
 	ASSERT_EQ(0, session_settle(pid, record_names, NR_RECORD, rec, 1.0,
-				    sf_patience(30)))
+				    patience(30)))
 		TH_LOG("the stopped process's records are not all read");
 	requeued0 = session_ll(pid, "requeued");
 	ASSERT_LE(0, requeued0);
 	set_or_fail(_metadata, "fast_budget_mb", "0");
 	start = now_s();
-	while (now_s() - start < sf_patience(60)) {
+	while (now_s() - start < patience(60)) {
 		requeued = session_ll(pid, "requeued");
 		if (requeued > requeued0)
 			break;
@@ -2438,7 +2433,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 	set_or_fail(_metadata, "hint_scan_period_ms", scan_period);
 	/* Then the pages go up, with a patience of their own. */
 	start = now_s();
-	while (now_s() - start < sf_patience(60)) {
+	while (now_s() - start < patience(60)) {
 		if (!kid_nodes(k, 0, OWN * SF_PAGE, SF_PAGE, on) &&
 		    on[0] >= OWN * 9 / 10)
 			break;
@@ -2468,7 +2463,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 	set_or_fail(_metadata, "hot_threshold", "32767");
 	set_or_fail(_metadata, "fast_budget_mb", "4");
 	start = now_s();
-	while (now_s() - start < sf_patience(60)) {
+	while (now_s() - start < patience(60)) {
 		demoted = session_ll(pid, "demoted");
 		if (!census_read(pid, &c) && c.fast <= BUDGET + other_fast &&
 		    demoted > 0 && !kid_nodes(k, 0, OWN * SF_PAGE, SF_PAGE, on) &&
@@ -2493,7 +2488,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 	 */
 	ASSERT_EQ(0, kill(pid, SIGSTOP));
 	ASSERT_EQ(0, session_settle(pid, names, NR_NAMES, v, 2.0,
-				    sf_patience(60)))
+				    patience(60)))
 		TH_LOG("kmigraterd's counters do not settle");
 	ASSERT_EQ(0, migrate_trace_read(pid, &tr));
 	ASSERT_EQ(0, session_read(pid, names, NR_NAMES, v + 0));

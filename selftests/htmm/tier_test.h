@@ -33,21 +33,6 @@ static inline int have_tiers(void)
 }
 
 /*
- * How long to wait for pages to move, given the bound for the plain guest
- * kernel.  On the debug kernel (KASAN, lockdep, kmemleak) the scan, the
- * faults and the reading of their records cost many times what they cost
- * on the plain one, while the test's own loads do not: ksamplingd holds its
- * budget with a scan up to 64 times sparser, and a hot set that goes up in
- * 1-2 s on the plain kernel takes 80 s or more there, twice that when the
- * host is busy.  These tests judge where pages go; how fast they go is
- * judged by the plain kernel's bounds and measured by the benchmarks.
- */
-static inline double patience(double plain)
-{
-	return debug_kernel() ? 4 * plain : plain;
-}
-
-/*
  * Pages of [p, p + len) of the process @pid (0: this one) on @node, out of
  * the @resident ones; -errno if move_pages(2) fails.
  */
