@@ -79,8 +79,12 @@ static int hist_read(pid_t pid, long long bins[POLICY_NR_BINS])
 	return n;
 }
 
-/* Pages of @pid's session in histogram bins @from and up. */
-static long long hist_from(pid_t pid, int from)
+/*
+ * Pages of @pid's session in histogram bins @from and up; with @top, also
+ * the highest bin that holds a page, of the same reading.  -1 if
+ * unreadable.
+ */
+static long long hist_from(pid_t pid, int from, int *top)
 {
 	long long bins[POLICY_NR_BINS], sum = 0;
 	int n = hist_read(pid, bins);
@@ -89,20 +93,12 @@ static long long hist_from(pid_t pid, int from)
 		return -1;
 	for (int b = from; b < n; b++)
 		sum += bins[b];
+	if (top) {
+		while (n > 1 && !bins[n - 1])
+			n--;
+		*top = n - 1;
+	}
 	return sum;
-}
-
-/* The highest bin of @pid's histogram that holds a page; -1 if unreadable. */
-static int hist_top(pid_t pid)
-{
-	long long bins[POLICY_NR_BINS];
-	int n = hist_read(pid, bins);
-
-	if (n < 0)
-		return -1;
-	while (n > 1 && !bins[n - 1])
-		n--;
-	return n - 1;
 }
 
 /* Log what the session of @pid did, for the record. */
@@ -552,7 +548,7 @@ TEST_F_TIMEOUT(policy, fixed_threshold_decides_promotion, POLICY_TIMEOUT)
 	on = pages_on(buf, len, FAST, NULL);
 	thr = session_ll(getpid(), "hot_threshold");
 	/* Bin 3 holds counts 4 to 7: at the default threshold and over. */
-	over4 = hist_from(getpid(), 3);
+	over4 = hist_from(getpid(), 3, NULL);
 	log_session(_metadata, getpid());
 	TH_LOG("threshold %lld: after %.1f s, %lld samples over %lld epochs, %lld pages counted 4 or more; %ld of %ld pages on node 0",
 	       thr, now_s() - start, sampled, epoch, over4, on, pages);
@@ -699,7 +695,7 @@ TEST_F_TIMEOUT(policy, hint_fault_counts_cool_with_cooling_off, POLICY_TIMEOUT)
 	const size_t len = 8 * MB;
 	const long pages = len / PAGE;
 	long long warm = 0, left = -1, fast = -1, e0, e1;
-	int top;
+	int top = -1;
 	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
 	double start, t;
 
@@ -716,15 +712,18 @@ TEST_F_TIMEOUT(policy, hint_fault_counts_cool_with_cooling_off, POLICY_TIMEOUT)
 	 */
 	while (now_s() - start < patience(60)) {
 		read_for(buf, len, 1);
-		warm = hist_from(getpid(), debug_kernel() ? 2 : 3);
+		warm = hist_from(getpid(), debug_kernel() ? 2 : 3, &top);
 		if (warm >= pages / 2)
 			break;
 	}
 	log_session(_metadata, getpid());
 	ASSERT_LE(pages / 2, warm) TH_LOG("the pages never warmed up");
 
-	/* Left alone; the counts first: an epoch that ends between is free. */
-	top = hist_top(getpid());
+	/*
+	 * Left alone.  The highest bin is of the reading that found the
+	 * pages warm (an epoch since would lower it), before the epoch: one
+	 * that ends between is free.
+	 */
 	e0 = session_ll(getpid(), "epoch");
 	ASSERT_LE(2, top);
 	start = now_s();
@@ -733,7 +732,7 @@ TEST_F_TIMEOUT(policy, hint_fault_counts_cool_with_cooling_off, POLICY_TIMEOUT)
 		/* First: an epoch that ends as the counts are read is free. */
 		e1 = session_ll(getpid(), "epoch");
 		fast = session_ll(getpid(), "pages_fast");
-		left = hist_from(getpid(), 2);
+		left = hist_from(getpid(), 2, NULL);
 		ASSERT_LE(0, left);
 		left -= fast;
 	} while (left > 0 && now_s() - start < patience(30));
