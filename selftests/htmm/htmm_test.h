@@ -199,6 +199,29 @@ static inline long long session_faults(pid_t pid)
 	return n;
 }
 
+/*
+ * The bins of @pid's histogram, at most @max of them, into @bins: how many
+ * it read, or -1 if the histogram is unreadable.  Reading one more than the
+ * kernel has (HTMM_NR_BINS) tells that it has no more.
+ */
+static inline int session_histogram(pid_t pid, long long *bins, int max)
+{
+	char path[128], buf[512], *s, *end;
+	int n = 0;
+
+	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d/histogram", pid);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	for (s = buf; n < max; s = end) {
+		long long v = strtoll(s, &end, 10);
+
+		if (end == s)
+			break;
+		bins[n++] = v;
+	}
+	return n;
+}
+
 /* Whether the guest runs the debug kernel (KASAN, lockdep, ...). */
 static inline int debug_kernel(void)
 {

@@ -58,28 +58,6 @@ static void read_for(const void *p, size_t len, double seconds)
 #define POLICY_NR_BINS	16		/* HTMM_NR_BINS */
 
 /*
- * The pages of @pid's session per histogram bin, in @bins: returns how many
- * bins it read, or -1 if the histogram is unreadable.
- */
-static int hist_read(pid_t pid, long long bins[POLICY_NR_BINS])
-{
-	char path[128], buf[512], *s, *end;
-	int n;
-
-	snprintf(path, sizeof(path), HTMM_SYSFS "/sessions/%d/histogram", pid);
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	s = buf;
-	for (n = 0; n < POLICY_NR_BINS; n++) {
-		bins[n] = strtoll(s, &end, 10);
-		if (end == s)
-			break;
-		s = end;
-	}
-	return n;
-}
-
-/*
  * Pages of @pid's session in histogram bins @from and up; with @top, also
  * the highest bin that holds a page, of the same reading.  -1 if
  * unreadable.
@@ -87,7 +65,7 @@ static int hist_read(pid_t pid, long long bins[POLICY_NR_BINS])
 static long long hist_from(pid_t pid, int from, int *top)
 {
 	long long bins[POLICY_NR_BINS], sum = 0;
-	int n = hist_read(pid, bins);
+	int n = session_histogram(pid, bins, POLICY_NR_BINS);
 
 	if (n < 0)
 		return -1;

@@ -1734,25 +1734,6 @@ static int census_read(pid_t pid, struct census *c)
 #define CENSUS_FMT "fast %lld slow %lld hot %lld warm %lld cold %lld"
 #define CENSUS_ARGS(c) (c).fast, (c).slow, (c).hot, (c).warm, (c).cold
 
-/* The bins of @pid's histogram into @bins; how many there were, or -1. */
-static int histogram_read(pid_t pid, long long bins[SF_NR_BINS + 1])
-{
-	char path[96], buf[512], *s, *end;
-	int n = 0;
-
-	snprintf(path, sizeof(path), HTMM "/sessions/%d/histogram", pid);
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	for (s = buf; n <= SF_NR_BINS; s = end) {
-		long long v = strtoll(s, &end, 10);
-
-		if (end == s)
-			break;
-		bins[n++] = v;
-	}
-	return n;
-}
-
 /*
  * Whether the histogram's pages add up to tracked: ksamplingd changes both
  * together under htmm_lock, and they are read without it, so up to 100
@@ -1766,7 +1747,7 @@ static bool histogram_adds_up(struct __test_metadata *_metadata, pid_t pid,
 
 	for (int i = 0; i < 100; i++) {
 		t0 = session_ll(pid, "tracked");
-		n = histogram_read(pid, bins);
+		n = session_histogram(pid, bins, SF_NR_BINS + 1);
 		t1 = session_ll(pid, "tracked");
 		sum = 0;
 		for (int b = 0; b < n; b++)
@@ -2440,7 +2421,7 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 					    1.0, patience(30)))
 			TH_LOG("the stopped process's records are not all read");
 		epoch0 = session_ll(pid, "epoch");
-		n = histogram_read(pid, bins);
+		n = session_histogram(pid, bins, SF_NR_BINS + 1);
 		ASSERT_EQ(SF_NR_BINS, n);
 		ASSERT_EQ(0, census_read(pid, &c));
 		ASSERT_EQ(0, kid_nodes(k, 0, OWN * SF_PAGE, SF_PAGE, on));
