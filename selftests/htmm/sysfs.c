@@ -1457,6 +1457,8 @@ static const char *const session_file_names[] = {
 	"demote_failed", "skipped", "dropped", "requeued", "no_room",
 	/* Its pace, judged by tiering.sessions_are_paced_each_on_its_own. */
 	"sample_period", "sampling_cpu", "cpu_budget",
+	/* The scan's: tiering.light_2mib_are_armed_less_yet_followed. */
+	"scan_armed", "scan_light",
 };
 
 #define NR_SESSION_FILES \

@@ -621,6 +621,87 @@ TEST_F_TIMEOUT(tiering, hot_set_ahead_of_the_scan_is_found, TIERING_TIMEOUT)
 }
 
 /*
+ * A 2 MiB with no hot page is armed once in four rounds, and a hot set that
+ * moves into one is still found.  A 64 MiB buffer on the slow node, with
+ * node 0 roomy: 8 MiB read over and over, the rest once every 8 s.  Once the
+ * hot set is up, and for 8 rounds of the scan more, the 2 MiB of the rest
+ * are light: the scan passes over about three quarters of them each round
+ * (scan_light); the check asks for half.  Then the process reads another
+ * 8 MiB of the rest: the surveys find it between the scan's armings, and
+ * 90% of it goes up, as the first did.
+ */
+TEST_F_TIMEOUT(tiering, light_2mib_are_armed_less_yet_followed,
+	       TIERING_TIMEOUT)
+{
+	const size_t len = 64 * MB, hot_len = 8 * MB;
+	const long hot_pages = hot_len / PAGE, rest_pages = (len - hot_len) / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long long epoch0 = -1, epoch1 = -1, light0 = -1, light1 = -1;
+	long long armed0 = -1, armed1 = -1;
+	double start, t_first = -1, t_second, last_rest = 0;
+	long first_on = 0, second_on;
+	/* The debug kernel's rounds are slow, and judge no lightness. */
+	const long long rounds = debug_kernel() ? 2 : 8;
+	pid_t pid = getpid();
+	char *first, *second;
+
+	ASSERT_NE(NULL, buf);
+	first = buf + 8 * MB;
+	second = buf + 40 * MB;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_LT((long)(2 * len / 1024), node_free_kb(FAST));
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/source", "hint-fault"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	/* The first hot set up, then @rounds rounds more. */
+	while (now_s() - start < patience(240)) {
+		read_hot_second(first, hot_len, buf, len, &last_rest);
+		if (t_first < 0) {
+			first_on = pages_on(first, hot_len, FAST, NULL);
+			if (first_on * 10 >= hot_pages * 9) {
+				t_first = now_s() - start;
+				epoch0 = session_stat(pid, "epoch");
+				light0 = session_stat(pid, "scan_light");
+				armed0 = session_stat(pid, "scan_armed");
+			}
+			continue;
+		}
+		epoch1 = session_stat(pid, "epoch");
+		light1 = session_stat(pid, "scan_light");
+		armed1 = session_stat(pid, "scan_armed");
+		if (epoch1 - epoch0 >= rounds)
+			break;
+	}
+	TH_LOG("first hot set: %ld of %ld pages on node 0 after %.1f s; then %lld rounds, %lld pages passed over as light and %lld armed, of %ld in the rest",
+	       first_on, hot_pages, t_first, epoch1 - epoch0, light1 - light0,
+	       armed1 - armed0, rest_pages);
+	ASSERT_LE(0, t_first) TH_LOG("the first hot set never reached node 0");
+	ASSERT_LE(0, light0);
+	ASSERT_LE(0, armed0);
+	ASSERT_LE(rounds, epoch1 - epoch0);
+	/* The rest, read every 8 s, is armed again after its reads. */
+	EXPECT_LT(0, armed1 - armed0);
+	/*
+	 * On the debug kernel a page sampled once is hot (the fixture): no
+	 * 2 MiB the process uses is light.
+	 */
+	if (!debug_kernel())
+		EXPECT_LE(rest_pages * (epoch1 - epoch0) / 2, light1 - light0);
+
+	start = now_s();
+	second_on = read_until_up(second, hot_len, patience(60));
+	t_second = now_s() - start;
+	log_session(_metadata);
+	TH_LOG("second hot set: %ld of %ld pages on node 0 after %.1f s more",
+	       second_on, hot_pages, t_second);
+	ASSERT_LE(hot_pages * 9, second_on * 10)
+		TH_LOG("the second hot set never reached node 0");
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
  * Hottest first, while promotion is scarce.  With promote_rate_mb at 2, a
  * 512-page share a second: on the slow node, an 8 MiB warm set read four
  * times a second from the start, and an 8 MiB hot set read all the time
