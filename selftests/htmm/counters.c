@@ -623,10 +623,10 @@ static long disagreements(struct __test_metadata *_metadata, char *buf,
  * Which events perf throttles depends on the source.  PEBS's and IBS's
  * (hardware: overflow interrupts) are: there both counters must rise, by
  * the same records.  The hint-fault source's (the guest's: QEMU has no
- * sampling PMU) are events of period 1 on the htmm_hint_fault tracepoint,
- * which perf counts as it counts software events, and never throttles:
- * perf_swevent_overflow() accounts the first overflow of each event with
- * throttle = 0, and a hint fault overflows once.  There, however many samples, neither counter may move: a count
+ * sampling PMU) are software page-fault events of period 1, and perf
+ * never throttles those: perf_swevent_overflow() accounts the first
+ * overflow of each event with throttle = 0, and a page fault overflows
+ * once.  There, however many samples, neither counter may move: a count
  * there would be records that perf did not write, and it would double the
  * session's period for nothing (htmm_next_period()).
  */

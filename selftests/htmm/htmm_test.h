@@ -180,9 +180,9 @@ static inline long long session_ll(pid_t pid, const char *name)
 }
 
 /*
- * The hint faults of @pid that reached its session's buffers: those
- * ksamplingd read (samples, and faults on no page armed lately), and those
- * perf lost; -1 once the session is gone.
+ * The page faults of @pid that reached its session's buffers: those
+ * ksamplingd read (samples, and faults on no page armed lately, first
+ * touches among them), and those perf lost; -1 once the session is gone.
  */
 static inline long long session_faults(pid_t pid)
 {

@@ -195,9 +195,9 @@ static int paranoid_levels(const char **levels)
 
 /*
  * A user's own process, on the hint-fault source: allowed at every level
- * of perf_event_paranoid.  Its events are on a tracepoint of the process's
- * own hint faults, with no PMU, and no user reads their samples: what
- * perf's levels guard is not at stake, and what the caller needs is what
+ * of perf_event_paranoid.  Its events count the process's own page faults
+ * in user mode, with no PMU, and no user reads their samples: what perf's
+ * levels guard is not at stake, and what the caller needs is what
  * migrate_pages(2) needs.  (The PEBS and IBS sources follow perf's rules
  * in full, level 3 included; this machine may have neither.)
  */

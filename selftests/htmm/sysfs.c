@@ -101,8 +101,6 @@ TEST(tunables_are_root_only)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
-static void touch_slow_forever(void);
-
 TEST(session_directory_follows_the_session)
 {
 	char dir[128], path[192], unarmed[192], lost[192], buf[64];
@@ -114,16 +112,25 @@ TEST(session_directory_follows_the_session)
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (!pid) {
-		char c;
+		char c, *p;
 
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(1);
-		touch_slow_forever();
+		p = mmap(NULL, 16 << 20, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			_exit(2);
+		madvise(p, 16 << 20, MADV_NOHUGEPAGE);
+		memset(p, 1, 16 << 20);
+		/* Wait for the end of the pipe, then exit. */
+		while (read(go[0], &c, 1) > 0)
+			;
+		_exit(0);
 	}
 	close(go[0]);
 	/*
-	 * Each hint fault is a sample of the hint-fault source, at a sample
+	 * Each first touch is a sample of the hint-fault source, at a sample
 	 * period of 1: ksamplingd may have raised it, to hold its quota.
 	 */
 	ASSERT_EQ(0, write_file(HTMM "/source", "hint-fault"));
@@ -153,12 +160,11 @@ TEST(session_directory_follows_the_session)
 	ASSERT_GE(unarmed0, 0);
 	ASSERT_GE(lost0, 0);
 	/*
-	 * The child touches 4096 pages on the slow node over and over, and
-	 * the scanner arms them: each takes a hint fault a round, which the
-	 * source records.  As the ABI says, one on a page that the scanner
-	 * had not armed is counted in unarmed, one on an armed page in
-	 * sampled, and one perf could not record (its buffer full while
-	 * ksamplingd was busy) in lost: together, every hint fault.
+	 * The child touches 4096 pages, each a page fault that the source
+	 * records.  As the ABI says, a fault on a page that the scanner had
+	 * not armed (a first touch) is counted in unarmed, one on an armed
+	 * page in sampled, and one perf could not record (its buffer full
+	 * while ksamplingd was busy) in lost: together, every fault.
 	 */
 	ASSERT_EQ(1, write(go[1], "g", 1));
 	for (int i = 0; i < 200; i++) {
@@ -181,9 +187,8 @@ TEST(session_directory_follows_the_session)
 	ASSERT_EQ(0, sys_htmm_end(pid));
 	EXPECT_NE(0, access(dir, F_OK));
 	close(go[1]);
-	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 }
 
 #define HOT_LEN (32UL << 20)
@@ -594,45 +599,38 @@ FIXTURE_TEARDOWN_PARENT(hotness)
 }
 
 /*
- * A first touch is a page fault, but not a hint fault: the page was not
- * there to be armed, even where the scanner had already passed over its
- * range.  The hint-fault source samples hint faults only (a tracepoint
- * they fire): a first touch is no record at all, not in sampled, nor in
- * unarmed or lost, and gives the page no access count.
+ * A first touch is a page fault, which the hint-fault source records, but
+ * not a hint fault: the page was not there to be armed, even where the
+ * scanner had already passed over its range.  As the ABI says, it counts in
+ * unarmed, not in sampled, and gives the page no access count.
  */
-TEST_F_TIMEOUT(hotness, first_touches_are_no_samples, 300)
+TEST_F_TIMEOUT(hotness, first_touches_are_unarmed, 300)
 {
 	const size_t len = 16UL << 20;
 	long long epoch, sampled0, unarmed0, lost0, sampled1, unarmed1, lost1;
-	int go[2], done[2], status;
-	char c;
+	int go[2], status;
 	pid_t pid;
 
 	ASSERT_EQ(0, pipe(go));
-	ASSERT_EQ(0, pipe(done));
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (!pid) {
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char c, *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		close(go[1]);
-		close(done[0]);
 		if (p == MAP_FAILED)
 			_exit(1);
 		madvise(p, len, MADV_NOHUGEPAGE);
 		if (read(go[0], &c, 1) != 1)
 			_exit(2);
 		memset(p, 1, len);
-		if (write(done[1], "d", 1) != 1)
-			_exit(3);
 		while (read(go[0], &c, 1) > 0)
 			;
 		_exit(0);
 	}
 	self->pid = pid;
 	close(go[0]);
-	close(done[1]);
 	ASSERT_EQ(0, write_file(HTMM "/source", "hint-fault"));
 	ASSERT_EQ(0, write_file(HTMM "/sample_period_max", "1"));
 	ASSERT_EQ(0, sys_htmm_start(pid, -1));
@@ -647,10 +645,7 @@ TEST_F_TIMEOUT(hotness, first_touches_are_no_samples, 300)
 	lost0 = session_ll(pid, "lost");
 
 	ASSERT_EQ(1, write(go[1], "g", 1));
-	ASSERT_EQ(1, read(done[0], &c, 1));
-	/* Two rounds more: ksamplingd read what the buffers hold. */
-	epoch = session_ll(pid, "epoch");
-	ASSERT_LE(epoch + 2, wait_session_ll(pid, "epoch", epoch + 2, 1, 120));
+	wait_session_faults(pid, unarmed0 + sampled0 + lost0 + len / 4096, 60);
 	sampled1 = session_ll(pid, "sampled");
 	unarmed1 = session_ll(pid, "unarmed");
 	lost1 = session_ll(pid, "lost");
@@ -659,14 +654,14 @@ TEST_F_TIMEOUT(hotness, first_touches_are_no_samples, 300)
 	       len / 4096, sampled1 - sampled0, unarmed1 - unarmed0,
 	       lost1 - lost0);
 	close(go[1]);
-	close(done[0]);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	self->pid = 0;
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 
+	EXPECT_GE(unarmed1 - unarmed0 + lost1 - lost0,
+		  (long long)(len / 4096) * 31 / 32);
 	/* The child's other faults, if any were hints: a handful. */
-	EXPECT_LE(sampled1 - sampled0 + unarmed1 - unarmed0 + lost1 - lost0,
-		  (long long)(len / 4096) / 32);
+	EXPECT_LE(sampled1 - sampled0, (long long)(len / 4096) / 32);
 }
 
 /*
@@ -2057,13 +2052,12 @@ TEST_F_TIMEOUT(session_files, samples_and_census_add_up, 900)
 	EXPECT_TRUE(thr == 4 || pow2(thr)) TH_LOG("%lld", thr);
 
 	/*
-	 * bad_addr: a fault on address 0 is no hint fault (it ends in
-	 * SIGSEGV, never in do_numa_page()), and the hint-fault source
-	 * records hint faults only: the workload's SF_NULL_FAULTS leave
-	 * bad_addr as it was, and nothing else the workload does names a
-	 * bad address.  A kernel that recorded other faults (the old
-	 * source's page-fault event read each of these with address 0, and
-	 * dropped it as a bad address) fails.
+	 * bad_addr: a fault on address 0 is recorded like any fault, with
+	 * address 0, which names no user page: each of the workload's
+	 * SF_NULL_FAULTS is dropped as a bad address (or lost, if perf had
+	 * no room for it), and nothing else the workload does names one.
+	 * A kernel that let address 0 through (to be looked up, and counted
+	 * unmapped or unarmed) fails.
 	 */
 	bad0 = session_ll(pid, "bad_addr");
 	ASSERT_EQ(0, kid_do(k, 'n'));
@@ -2104,7 +2098,8 @@ TEST_F_TIMEOUT(session_files, samples_and_census_add_up, 900)
 	 * sampled.  A sample counted in none of them, or in two, fails.
 	 */
 	EXPECT_EQ(v[SAMPLED], v[FAST] + v[SLOW] + v[UNMAPPED]);
-	EXPECT_EQ(0, v[BAD_ADDR] - bad0);
+	EXPECT_LE(v[BAD_ADDR] - bad0, SF_NULL_FAULTS);
+	EXPECT_LE(SF_NULL_FAULTS, v[BAD_ADDR] - bad0 + v[LOST]);
 	/*
 	 * lost and throttled are the records perf wrote about the session's
 	 * buffers, which /proc/vmstat counts as well (for all sessions:
