@@ -640,7 +640,7 @@ TEST_F_TIMEOUT(tiering, light_2mib_are_armed_less_yet_followed,
 	long long epoch0 = -1, epoch1 = -1, light0 = -1, light1 = -1;
 	long long armed0 = -1, armed1 = -1;
 	double start, t_first = -1, t_window = -1, t_second, last_rest = 0;
-	long first_on = 0, second_on, rest_reads = 0;
+	long first_on = 0, second_on, rest_reads = 0, slow_left = -1;
 	/* The debug kernel's rounds are slow, and judge no lightness. */
 	const long long rounds = debug_kernel() ? 2 : 8;
 	pid_t pid = getpid();
@@ -677,6 +677,7 @@ TEST_F_TIMEOUT(tiering, light_2mib_are_armed_less_yet_followed,
 			if (t_first < 0 || rest_reads < 3)
 				continue;
 			t_window = now_s() - start;
+			slow_left = pages_on(buf, len, SLOW, NULL);
 			epoch0 = session_stat(pid, "epoch");
 			light0 = session_stat(pid, "scan_light");
 			armed0 = session_stat(pid, "scan_armed");
@@ -688,21 +689,26 @@ TEST_F_TIMEOUT(tiering, light_2mib_are_armed_less_yet_followed,
 		if (epoch1 - epoch0 >= rounds)
 			break;
 	}
-	TH_LOG("first hot set: %ld of %ld pages on node 0 after %.1f s; from %.1f s, %lld rounds in %.1f s, %lld pages passed over as light and %lld armed, of %ld in the rest",
-	       first_on, hot_pages, t_first, t_window, epoch1 - epoch0,
-	       now_s() - start - t_window, light1 - light0, armed1 - armed0,
-	       rest_pages);
+	TH_LOG("first hot set: %ld of %ld pages on node 0 after %.1f s; from %.1f s (%ld pages on node 1), %lld rounds in %.1f s, %lld pages passed over as light and %lld armed, of %ld in the rest",
+	       first_on, hot_pages, t_first, t_window, slow_left,
+	       epoch1 - epoch0, now_s() - start - t_window, light1 - light0,
+	       armed1 - armed0, rest_pages);
 	ASSERT_LE(0, t_first) TH_LOG("the first hot set never reached node 0");
 	ASSERT_LE(0, t_window);
+	ASSERT_LE(0, slow_left);
 	ASSERT_LE(0, light0);
 	ASSERT_LE(0, armed0);
 	ASSERT_LE(rounds, epoch1 - epoch0);
-	/* The rest, read every 8 s, is armed again after its reads. */
-	EXPECT_LT(0, armed1 - armed0);
 	/*
 	 * On the debug kernel a page sampled once is hot (the fixture): no
-	 * 2 MiB the process uses is light.
+	 * 2 MiB the process uses is light, and by the rest's third read
+	 * all of it may be on node 0, where nothing is armed.
 	 */
+	if (debug_kernel() && !slow_left)
+		TH_LOG("all of the buffer is on node 0: no page left to arm");
+	else
+		/* The rest, read every 8 s, is armed again after its reads. */
+		EXPECT_LT(0, armed1 - armed0);
 	if (!debug_kernel())
 		EXPECT_LE(rest_pages * (epoch1 - epoch0) / 2, light1 - light0);
 
