@@ -31,6 +31,10 @@
 #                       (cpu_share); kept as a reference, since for a
 #                       process that keeps one cpu busy the defaults now
 #                       give about as much (the kselftests use this quota)
+#   htmm+NAME=VALUE     htmm with one of its settings in /sys/kernel/mm/htmm
+#                       changed for the run (not in the default list): an
+#                       experiment on a default, as in
+#                       SYSTEMS=htmm,htmm+hot_threshold=2
 #
 # The buffer is first touched on node 1 (the slow tier); node 0 is smaller
 # than it, so placement matters.
@@ -191,6 +195,17 @@ system_on() {
 		[ -d $HTMM ] || fail "htmm is not in this kernel" || return
 		[ "$1" = htmm ] || echo 200 > $HTMM/cpu_quota
 		;;
+	htmm+*=*)
+		# htmm with one setting of /sys/kernel/mm/htmm changed
+		setting=${1#htmm+}
+		name=${setting%%=*}
+		[ -d $HTMM ] || fail "htmm is not in this kernel" || return
+		case "$name" in */*|.*|'') fail "'$name' is not a setting of htmm" || return ;; esac
+		[ -f "$HTMM/$name" ] || fail "htmm has no setting '$name'" || return
+		saved_setting="$name=$(cat "$HTMM/$name")"
+		echo "${setting#*=}" > "$HTMM/$name" ||
+			fail "htmm's $name does not take '${setting#*=}'"
+		;;
 	*) fail "unknown system '$1'" ;;
 	esac
 }
@@ -202,6 +217,10 @@ system_off() {
 	echo "$rate0" > /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps
 	case "$1" in damon*) damon_off ;; esac
 	[ -d $HTMM ] && echo "$quota0" > $HTMM/cpu_quota
+	if [ -n "$saved_setting" ]; then
+		echo "${saved_setting#*=}" > "$HTMM/${saved_setting%%=*}"
+		saved_setting=
+	fi
 }
 
 # Bytes of a size such as 768M.
