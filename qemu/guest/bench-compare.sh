@@ -191,20 +191,21 @@ system_on() {
 		;;
 	damon) damon_on "" ;;
 	damon-tuned) damon_on tuned ;;
-	htmm|htmm-tuned)
+	htmm|htmm-tuned|htmm+*=*)
 		[ -d $HTMM ] || fail "htmm is not in this kernel" || return
-		[ "$1" = htmm ] || echo 200 > $HTMM/cpu_quota
-		;;
-	htmm+*=*)
-		# htmm with one setting of /sys/kernel/mm/htmm changed
-		setting=${1#htmm+}
-		name=${setting%%=*}
-		[ -d $HTMM ] || fail "htmm is not in this kernel" || return
-		case "$name" in */*|.*|'') fail "'$name' is not a setting of htmm" || return ;; esac
-		[ -f "$HTMM/$name" ] || fail "htmm has no setting '$name'" || return
-		saved_setting="$name=$(cat "$HTMM/$name")"
-		echo "${setting#*=}" > "$HTMM/$name" ||
-			fail "htmm's $name does not take '${setting#*=}'"
+		case "$1" in
+		htmm-tuned) echo 200 > $HTMM/cpu_quota ;;
+		htmm+*)
+			# htmm with one setting of /sys/kernel/mm/htmm changed
+			setting=${1#htmm+}
+			name=${setting%%=*}
+			case "$name" in */*|.*|'') fail "'$name' is not a setting of htmm" || return ;; esac
+			[ -f "$HTMM/$name" ] || fail "htmm has no setting '$name'" || return
+			saved_setting="$name=$(cat "$HTMM/$name")"
+			echo "${setting#*=}" > "$HTMM/$name" ||
+				fail "htmm's $name does not take '${setting#*=}'"
+			;;
+		esac
 		;;
 	*) fail "unknown system '$1'" ;;
 	esac
