@@ -1453,8 +1453,9 @@ static const char *const session_file_names[] = {
 	"store", "fault", "fast", "slow", "unmapped", "bad_addr", "lost",
 	"throttled", "malformed", "untracked", "unarmed", "tracked", "epoch",
 	"hot_threshold", "histogram", "pages_fast", "pages_slow", "pages_hot",
-	"pages_warm", "pages_cold", "promoted", "demoted", "promote_failed",
-	"demote_failed", "skipped", "dropped", "requeued", "no_room",
+	"pages_warm", "pages_cold", "censuses", "promoted", "demoted",
+	"promote_failed", "demote_failed", "skipped", "dropped", "requeued",
+	"no_room",
 	/* Its pace, judged by tiering.sessions_are_paced_each_on_its_own. */
 	"sample_period", "sampling_cpu", "cpu_budget",
 	/* The scan's: tiering.light_2mib_are_armed_less_yet_followed. */
@@ -1698,20 +1699,27 @@ static long resident_pages(pid_t pid)
 	return res;
 }
 
-/* A session's census: pages_fast, _slow, _hot, _warm, _cold. */
+/*
+ * A session's census: pages_fast, _slow, _hot, _warm, _cold, and @n, the
+ * number of censuses taken (censuses) when it was read.
+ */
 struct census {
-	long long fast, slow, hot, warm, cold;
+	long long fast, slow, hot, warm, cold, n;
 };
 
 /*
  * The census, read whole: kmigraterd writes its five figures one after
- * the other, so they are read until two readings in a row agree.
+ * the other, then counts the census in censuses, so they are read until
+ * two readings in a row agree, censuses with them.  The figures are then
+ * those of census @c->n or a later one.
  */
 static int census_read(pid_t pid, struct census *c)
 {
 	for (int i = 0; i < 200; i++) {
 		struct census a, b;
 
+		a.n = session_ll(pid, "censuses");
+		b.n = a.n;
 		a.fast = session_ll(pid, "pages_fast");
 		a.slow = session_ll(pid, "pages_slow");
 		a.hot = session_ll(pid, "pages_hot");
@@ -1722,9 +1730,10 @@ static int census_read(pid_t pid, struct census *c)
 		b.hot = session_ll(pid, "pages_hot");
 		b.warm = session_ll(pid, "pages_warm");
 		b.cold = session_ll(pid, "pages_cold");
-		if (a.fast < 0)
+		if (a.fast < 0 || a.n < 0)
 			return -1;
-		if (!memcmp(&a, &b, sizeof(a))) {
+		if (!memcmp(&a, &b, sizeof(a)) &&
+		    session_ll(pid, "censuses") == a.n) {
 			*c = a;
 			return 0;
 		}
@@ -1919,7 +1928,7 @@ TEST_F_TIMEOUT(session_files, samples_and_census_add_up, 900)
 	long long v[NR_SAMPLE], lost0, throttled0, lost1, throttled1, bad0;
 	long long thr, tracked;
 	struct kid *k = &self->kid;
-	struct census c = { -1, -1, -1, -1, -1 };
+	struct census c = { -1, -1, -1, -1, -1, -1 };
 	long on[2], warm_on[2], res;
 	double start;
 	pid_t pid;
@@ -2268,8 +2277,6 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 {
 	enum { OWN = 7168, SHARED = 256, SLACK = 256, BUDGET = 1024,
 	       SPARE = 64 };
-	/* A census's longest interval, 64 times 100 ms, and a second. */
-	const useconds_t census_max_us = 7400000;
 	const struct part parts[] = {
 		{ .off = 0, .len = OWN * SF_PAGE, .step = SF_PAGE, .node = 1,
 		  .loop = true },
@@ -2292,13 +2299,13 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 	};
 	enum { NR_RECORD = ARRAY_SIZE(record_names) };
 	long long rec[NR_RECORD], requeued0 = -1, epoch0 = -1, epoch1 = -1;
-	long long counted = -1, fast = -1, spare = -1;
+	long long counted = -1, fast = -1, spare = -1, stopped_n = -1;
 	int status;
 	struct kid *k = &self->kid;
 	struct migrate_trace tr;
-	struct census c = { -1, -1, -1, -1, -1 };
+	struct census c = { -1, -1, -1, -1, -1, -1 };
 	long on[2] = { -1, -1 }, shared_on[2] = { -1, -1 };
-	double start, requeue_s;
+	double start, requeue_s, census_s = -1;
 	char scan_period[32];
 	pid_t pid;
 	int fd;
@@ -2416,9 +2423,9 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 	 * but the histogram keeps it in its bin until its count cools to 0
 	 * (seen: 5246 pages counted, 975 on the fast node, and no requeue
 	 * in four minutes).  So the census is read once one has run on the
-	 * stopped process: its interval is 100 ms, stretched at most 64
-	 * times (HTMM_CENSUS_STRETCH).  Its hot pages, less all on the fast
-	 * node and a full queue, are hot in a lower tier and in no queue.
+	 * stopped process from its start (censuses grew by two).  Its hot
+	 * pages, less all on the fast node and a full queue, are hot in a
+	 * lower tier and in no queue.
 	 */
 	ASSERT_EQ(0, read_file(HTMM "/hint_scan_period_ms", scan_period,
 			       sizeof(scan_period)));
@@ -2440,8 +2447,17 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 		counted = 0;
 		for (int b = 1; b < n; b++)
 			counted += bins[b];
-		usleep(census_max_us);
-		ASSERT_EQ(0, census_read(pid, &c));
+		/* Census n + 1 may have begun before the stop; n + 2 not. */
+		stopped_n = session_ll(pid, "censuses");
+		ASSERT_LE(0, stopped_n);
+		census_s = now_s();
+		while (!census_read(pid, &c) && c.n < stopped_n + 2 &&
+		       now_s() - census_s < patience(60))
+			usleep(100000);
+		ASSERT_LE(stopped_n + 2, c.n)
+			TH_LOG("no census of the stopped process in %.1f s",
+			       now_s() - census_s);
+		census_s = now_s() - census_s;
 		ASSERT_EQ(0, kid_nodes(k, 0, OWN * SF_PAGE, SF_PAGE, on));
 		fast = c.fast > on[0] + other_fast ? c.fast : on[0] + other_fast;
 		spare = c.hot - fast - SF_QUEUE_LEN;
@@ -2451,8 +2467,8 @@ TEST_F_TIMEOUT(session_files, migration_counters_follow_the_moves, 1800)
 		set_or_fail(_metadata, "hint_scan_period_ms", scan_period);
 		usleep(1000000);
 	}
-	TH_LOG("3. held after %.1f s: %lld pages counted, %lld hot, %lld on the fast node, so %lld hot in a lower tier and in no queue",
-	       now_s() - start, counted, c.hot, fast, spare);
+	TH_LOG("3. held after %.1f s: %lld pages counted, %lld hot (census %lld, %.1f s after the stop), %lld on the fast node, so %lld hot in a lower tier and in no queue",
+	       now_s() - start, counted, c.hot, c.n, census_s, fast, spare);
 	ASSERT_LE(0, epoch0);
 	ASSERT_LE(SPARE, spare);
 	requeued0 = session_ll(pid, "requeued");
