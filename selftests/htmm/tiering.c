@@ -621,6 +621,66 @@ TEST_F_TIMEOUT(tiering, hot_set_ahead_of_the_scan_is_found, TIERING_TIMEOUT)
 }
 
 /*
+ * A process larger than a window of the scan has only the pages it used
+ * lately armed, from the first round on.  A 64 MiB buffer on the slow node,
+ * written once before the session starts, with a window of 16 MiB: 4 MiB of
+ * it read over and over, the rest never again.  The scan clears the lower
+ * tier's accessed bits half a window ahead of itself, and arms only the
+ * pages whose bit is set again when it comes: in the first two rounds, the
+ * pages of the hot set still down, and none of the rest.  A scan that armed
+ * every page present would arm all 15,360 of the rest in the first round;
+ * the check allows a tenth of them.  The hot set still goes up.
+ */
+TEST_F_TIMEOUT(tiering, pages_unused_lately_are_not_armed, TIERING_TIMEOUT)
+{
+	const size_t len = 64 * MB, hot_len = 4 * MB;
+	const long hot_pages = hot_len / PAGE, rest_pages = (len - hot_len) / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long long epoch = -1, armed = -1, armed2 = -1;
+	pid_t pid = getpid();
+	double start, t2 = -1;
+	long on = 0, rest_fast;
+	char *hot;
+
+	ASSERT_NE(NULL, buf);
+	hot = buf + 24 * MB;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/source", "hint-fault"));
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/hint_scan_mb", "16"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (now_s() - start < patience(120)) {
+		double t = now_s();
+
+		while (now_s() - t < 1)
+			read_pages(hot, hot_len);
+		epoch = session_stat(pid, "epoch");
+		armed = session_stat(pid, "scan_armed");
+		on = pages_on(hot, hot_len, FAST, NULL);
+		ASSERT_LE(0, on);
+		if (armed2 < 0 && epoch >= 2) {
+			armed2 = armed;
+			t2 = now_s() - start;
+		}
+		if (armed2 >= 0 && on * 10 >= hot_pages * 9)
+			break;
+	}
+	rest_fast = pages_on(buf, len, FAST, NULL) - on;
+	log_session(_metadata);
+	TH_LOG("two rounds after %.1f s: %lld pages armed, of %ld in the hot set and %ld in the rest; after %.1f s, %ld of the hot set on node 0, %ld of the rest",
+	       t2, armed2, hot_pages, rest_pages, now_s() - start, on,
+	       rest_fast);
+	ASSERT_LE(0, armed2) TH_LOG("two rounds took over %.0f s",
+				    patience(120));
+	EXPECT_LT(0, armed2);
+	EXPECT_GE(2 * hot_pages + rest_pages / 10, armed2);
+	EXPECT_GE(on * 10, hot_pages * 9);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
  * A 2 MiB with no hot page is armed once in four rounds, and a hot set that
  * moves into one is still found.  A 64 MiB buffer on the slow node, with
  * node 0 roomy: 8 MiB read over and over, the rest once every 8 s.  Once the
