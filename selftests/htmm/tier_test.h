@@ -100,6 +100,15 @@ static inline uint64_t read_pages(const void *p, size_t len)
 	return sum;
 }
 
+/* Read every page of [p, p + len) over and over, for a second. */
+static inline void read_second(const void *p, size_t len)
+{
+	double t = now_s();
+
+	while (now_s() - t < 1)
+		read_pages(p, len);
+}
+
 /*
  * Read every page of [p, p + len), a second at a time, until 90% of its
  * pages are on the fast node or @seconds passed; the pages there.
@@ -110,10 +119,7 @@ static inline long read_until_up(const char *p, size_t len, double seconds)
 	long on = 0;
 
 	while (now_s() - start < seconds) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(p, len);
+		read_second(p, len);
 		on = pages_on((void *)p, len, FAST, NULL);
 		if (on * 10 >= (long)(len / PAGE) * 9)
 			break;

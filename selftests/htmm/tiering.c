@@ -51,10 +51,7 @@ static double watch_s(double t_up)
 static void read_hot_second(const char *hot, size_t hot_len, const char *buf,
 			    size_t len, double *last)
 {
-	double t = now_s();
-
-	while (now_s() - t < 1)
-		read_pages(hot, hot_len);
+	read_second(hot, hot_len);
 	if (now_s() - *last >= 8) {
 		read_pages(buf, len);
 		*last = now_s();
@@ -500,10 +497,7 @@ TEST_F_TIMEOUT(tiering, cold_pages_are_demoted_over_budget, TIERING_TIMEOUT)
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
 	while (now_s() - start < patience(120)) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(hot, hot_len);
+		read_second(hot, hot_len);
 		fast = pages_on(buf, len, FAST, NULL);
 		hot_fast = pages_on(hot, hot_len, FAST, NULL);
 		if (hot_fast < hot_least)
@@ -651,10 +645,7 @@ TEST_F_TIMEOUT(tiering, pages_unused_lately_are_not_armed, TIERING_TIMEOUT)
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
 	while (now_s() - start < patience(120)) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(hot, hot_len);
+		read_second(hot, hot_len);
 		epoch = session_stat(pid, "epoch");
 		armed = session_stat(pid, "scan_armed");
 		on = pages_on(hot, hot_len, FAST, NULL);
@@ -1041,11 +1032,9 @@ static long read_watching(char *p, size_t len, double seconds)
 	long most = 0;
 
 	while (now_s() - start < seconds) {
-		double t = now_s();
 		long on;
 
-		while (now_s() - t < 1)
-			read_pages(p, len);
+		read_second(p, len);
 		on = pages_on(p, len, FAST, NULL);
 		if (on < 0)
 			return on;
@@ -1337,11 +1326,9 @@ TEST_F_TIMEOUT(tiering, fast_node_goes_away, TIERING_TIMEOUT)
 	ASSERT_EQ(0, move_to(buf, len, SLOW));
 	start = now_s();
 	while (now_s() - start < watch_s(t_up)) {
-		double t = now_s();
 		long up;
 
-		while (now_s() - t < 1)
-			read_pages(buf, len);
+		read_second(buf, len);
 		up = pages - pages_on(buf, len, SLOW, NULL);
 		if (up > most_up)
 			most_up = up;
@@ -2149,10 +2136,7 @@ TEST_F_TIMEOUT(tiering, numa_balancing_leaves_managed_pages_alone, TIERING_TIMEO
 	 */
 	start = now_s();
 	while (now_s() - start < patience(60)) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(buf, len);
+		read_second(buf, len);
 		on = pages_on(buf, len, FAST, NULL);
 		ctl_on = pid_pages_on(ctl, ctl_buf, len, FAST, NULL);
 		slow = session_stat(getpid(), "slow");
@@ -2390,10 +2374,7 @@ TEST_F_TIMEOUT(tiering, unmovable_cold_pages_do_not_hold_demotion,
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = now_s();
 	while (now_s() - start < patience(60)) {
-		double t = now_s();
-
-		while (now_s() - t < 1)
-			read_pages(buf, len);
+		read_second(buf, len);
 		fast = pages_on(buf, len, FAST, NULL);
 		shared_fast = pages_on(shared, shared_len, FAST, NULL);
 		all = session_stat(getpid(), "pages_fast");
