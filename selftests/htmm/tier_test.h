@@ -33,16 +33,13 @@ static inline int have_tiers(void)
 }
 
 /*
- * Pages of [p, p + len) of the process @pid (0: this one) on @node, out of
- * the @resident ones; -errno if move_pages(2) fails.
+ * The nodes of the pages of [p, p + len) of the process @pid (0: this
+ * one), one status of move_pages(2) a page into @status: 0 or -errno.
  */
-static inline long pid_pages_on(pid_t pid, void *p, size_t len, int node,
-				long *resident)
+static inline int pid_page_nodes(pid_t pid, void *p, size_t len, int *status)
 {
 	enum { BATCH = 1024 };
 	void *pages[BATCH];
-	int status[BATCH];
-	long on = 0, res = 0;
 
 	for (size_t off = 0; off < len; off += BATCH * PAGE) {
 		size_t n = (len - off) / PAGE;
@@ -51,8 +48,33 @@ static inline long pid_pages_on(pid_t pid, void *p, size_t len, int node,
 			n = BATCH;
 		for (size_t i = 0; i < n; i++)
 			pages[i] = (char *)p + off + i * PAGE;
-		if (syscall(SYS_move_pages, pid, n, pages, NULL, status, 0))
+		if (syscall(SYS_move_pages, pid, n, pages, NULL,
+			    status + off / PAGE, 0))
 			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Pages of [p, p + len) of the process @pid (0: this one) on @node, out of
+ * the @resident ones; -errno if move_pages(2) fails.
+ */
+static inline long pid_pages_on(pid_t pid, void *p, size_t len, int node,
+				long *resident)
+{
+	enum { BATCH = 1024 };
+	int status[BATCH];
+	long on = 0, res = 0;
+
+	for (size_t off = 0; off < len; off += BATCH * PAGE) {
+		size_t n = (len - off) / PAGE;
+		int err;
+
+		if (n > BATCH)
+			n = BATCH;
+		err = pid_page_nodes(pid, (char *)p + off, n * PAGE, status);
+		if (err)
+			return err;
 		for (size_t i = 0; i < n; i++) {
 			res += status[i] >= 0;
 			on += status[i] == node;

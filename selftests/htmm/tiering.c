@@ -572,6 +572,71 @@ TEST_F_TIMEOUT(tiering, moved_hot_set_is_followed, TIERING_TIMEOUT)
 }
 
 /*
+ * No page bounces.  A 16 MiB buffer on the slow node, all of it read over
+ * and over, with a fast-tier budget of 8 MiB: half of it can go up.  Pages
+ * as hot as each other fill the budget and then stay where they are: a
+ * page in use on node 0 does not go down to make room for another one as
+ * hot (only pages that read as cold make room), so none goes down, and
+ * none goes up twice.  A policy that exchanged pages on their counts,
+ * which tell rates only roughly, would trade them back and forth.  Watched
+ * for 30 s after the budget is three-quarters full.
+ */
+TEST_F_TIMEOUT(tiering, pages_do_not_bounce_at_the_budget, TIERING_TIMEOUT)
+{
+	const size_t len = 16 * MB, budget = 8 * MB;
+	const long pages = len / PAGE, budget_pages = budget / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long fast = 0, down = 0, up_again = 0, promoted;
+	double start, full = -1;
+	char *went;	/* a page's moves: 0 none, 'u' up, 'd' up, then down */
+	int *status;
+
+	ASSERT_NE(NULL, buf);
+	went = calloc(pages, 1);
+	status = calloc(pages, sizeof(*status));
+	ASSERT_NE(NULL, went);
+	ASSERT_NE(NULL, status);
+	ASSERT_EQ(pages, pages_on(buf, len, SLOW, NULL));
+	ASSERT_EQ(0, write_file(HTMM_SYSFS "/fast_budget_mb", "8"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	start = now_s();
+	while (full < 0 ? now_s() - start < patience(120) :
+			  now_s() - full < 30) {
+		read_second(buf, len);
+		ASSERT_EQ(0, pid_page_nodes(0, buf, len, status));
+		fast = 0;
+		for (long i = 0; i < pages; i++) {
+			if (status[i] == FAST) {
+				fast++;
+				up_again += went[i] == 'd';
+				went[i] = 'u';
+			} else if (status[i] == SLOW && went[i] == 'u') {
+				down++;
+				went[i] = 'd';
+			}
+		}
+		if (full < 0 && fast * 4 >= budget_pages * 3)
+			full = now_s();
+	}
+	promoted = session_stat(getpid(), "promoted");
+	log_session(_metadata);
+	TH_LOG("budget three-quarters full after %.1f s; 30 s on, %ld of %ld pages on node 0 (budget %ld): %ld went down after they went up, %ld of them up again; %ld promoted",
+	       full < 0 ? -1 : full - start, fast, pages, budget_pages,
+	       down, up_again, promoted);
+	ASSERT_LE(0, full) TH_LOG("the budget never filled");
+	EXPECT_LE(fast, budget_pages);
+	/* A page or two may go down to meet the budget: not a trade. */
+	EXPECT_LE(down * 64, budget_pages);
+	EXPECT_LE(up_again * 64, budget_pages);
+	EXPECT_LE(promoted * 8, budget_pages * 9);
+	free(went);
+	free(status);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
+/*
  * A hot set far ahead of the scan is found without waiting for it.  A
  * 256 MiB buffer on the slow node, scanned by the hint-fault source's
  * window 4 MiB a second (hint_scan_mb): the window reaches the hot set,
