@@ -15,6 +15,7 @@ receives those files, and:
                system workload time_to_90pct_s final_hot_in_fast_pct
                fast_hit_ratio_pct pages_migrated kthread_cpu_pct
                throughput_ops_s star_pct speedup_vs_none attainable_pct
+               user_star_pct
   detail.tsv   what the summary derives from, and the first phase of the
                phase-change workload
   plots/W.png  the hot set's share on the fast node over time, one line per
@@ -46,6 +47,11 @@ Definitions (docs/benchmarks.md says more):
                       (ops - ops_none) / (ops_allfast - ops_none), where
                       allfast is no tiering with the slow tier's added
                       latency off
+  user_star_pct       star_pct of the misses at user addresses only: the
+                      programs' own accesses, without the kernel's (the
+                      tiering threads', the page tables', the migrations'
+                      copies), which dilute star_pct the more cpu a
+                      system's kernel threads take on node 0
 Figures that a workload does not give (placement for redis) are "-".
 """
 
@@ -61,7 +67,8 @@ SYSTEM_ORDER = ["none", "allfast", "numa-tiering", "numa-tiering-tuned", "damon"
                 "htmm", "htmm-tuned"]
 SUMMARY_HEADER = ["system", "workload", "time_to_90pct_s", "final_hot_in_fast_pct",
                   "fast_hit_ratio_pct", "pages_migrated", "kthread_cpu_pct",
-                  "throughput_ops_s", "star_pct", "speedup_vs_none", "attainable_pct"]
+                  "throughput_ops_s", "star_pct", "speedup_vs_none", "attainable_pct",
+                  "user_star_pct"]
 
 
 class BenchError(Exception):
@@ -118,6 +125,15 @@ def read_windows(path):
             except (KeyError, ValueError):
                 raise BenchError(f"bad window line in {path}: {line.strip()!r}")
     return windows
+
+
+def star_pct(win, prefix):
+    """The share of a window's memory misses, those named @prefix, that
+    node 1 served; None without the plugin's figures."""
+    if not win:
+        return None
+    fast, slow = win.get(prefix + "fast", 0), win.get(prefix + "slow", 0)
+    return 100.0 * slow / (fast + slow) if fast + slow > 0 else None
 
 
 def analyse(run, rows, none_sys_ms):
@@ -263,15 +279,15 @@ def main():
         none_ms = none[-1]["task_sys_ms"] - none[0]["task_sys_ms"] if none else None
         if r["status"] != 0 and len(rows) < 2:
             # The system could not be set up, or the workload failed early.
-            summary.append([r["system"], r["workload"]] + ["failed"] * 9)
+            summary.append([r["system"], r["workload"]] +
+                           ["failed"] * (len(SUMMARY_HEADER) - 2))
             detail.append({"system": r["system"], "workload": r["workload"],
                            "status": r["status"]})
             continue
         a = analyse(r, rows, none_ms)
         win = windows.get(r.get("window", -1))
-        star = None
-        if win and win.get("miss_fast", 0) + win.get("miss_slow", 0) > 0:
-            star = 100.0 * win["miss_slow"] / (win["miss_fast"] + win["miss_slow"])
+        star = star_pct(win, "miss_")
+        user_star = star_pct(win, "user_miss_")
         ops = a["throughput_ops_s"]
         ops_none = throughput.get((r["workload"], "none"))
         ops_fast = throughput.get((r["workload"], "allfast"))
@@ -282,7 +298,8 @@ def main():
         summary.append([r["system"], r["workload"], fmt(a["time_to_90pct_s"], 0),
                         fmt(a["final_hot_in_fast_pct"]), fmt(a["fast_hit_ratio_pct"]),
                         str(a["pages_migrated"]), fmt(a["kthread_cpu_pct"], 2),
-                        fmt(ops, 0), fmt(star), fmt(speedup, 2), fmt(attain)])
+                        fmt(ops, 0), fmt(star), fmt(speedup, 2), fmt(attain),
+                        fmt(user_star)])
         detail.append({
             "system": r["system"], "workload": r["workload"], "status": r["status"],
             "seconds": r["seconds"], "fast_free_mb_at_start": r["fast_free_mb"],
@@ -299,6 +316,10 @@ def main():
             "accesses": fmt(int(win["accesses"]) if win and "accesses" in win else None),
             "miss_fast": fmt(int(win["miss_fast"]) if win and "miss_fast" in win else None),
             "miss_slow": fmt(int(win["miss_slow"]) if win and "miss_slow" in win else None),
+            "user_miss_fast": fmt(int(win["user_miss_fast"])
+                                  if win and "user_miss_fast" in win else None),
+            "user_miss_slow": fmt(int(win["user_miss_slow"])
+                                  if win and "user_miss_slow" in win else None),
             "added_delay_s": fmt(win.get("delay_s") if win else None, 2),
             "latency_ns": fmt(int(win["latency_ns"]) if win and "latency_ns" in win else None),
         })

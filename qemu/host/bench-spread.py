@@ -34,6 +34,7 @@ import sys
 # The figures of spread.md, as summary.tsv names them, and their titles.
 FIGURES = [
     ("star_pct", "star_pct"),
+    ("user_star_pct", "user star_pct"),
     ("throughput_ops_s", "ops/s"),
     ("time_to_90pct_s", "time to 90% (s)"),
     ("final_hot_in_fast_pct", "hot set up (%)"),

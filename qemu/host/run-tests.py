@@ -336,6 +336,25 @@ def slowtier_tests(args, tally):
         judge(f"{name}: its loads counted as node-{node} misses",
               lambda name=name, node=node: counted(name, node))
 
+    def users():
+        """The chase's misses on node 1 are counted as a program's (at user
+        addresses) as well, and no more of them than there were misses."""
+        if not runs.get("node1"):
+            raise LookupError("no figures of the run node1 from the guest")
+        notes, ok = [], True
+        for run in runs["node1"]:
+            if run["id"] not in windows:
+                raise LookupError(f"no window {run['id']} (node1) in {out}")
+            win = windows[run["id"]]
+            loads, user = int(run["loads"]), int(win["user_miss_slow"])
+            ok &= SLOWTIER_LOADS_COUNTED * loads <= user <= int(win["miss_slow"])
+            notes.append(f"window {run['id']}: {loads} loads, {user} node-1 misses at "
+                         f"user addresses of {win['miss_slow']} ({win['user_star_pct']}% "
+                         f"against {win['star_pct']}%)")
+        return ok, "; ".join(notes)
+
+    judge("node1: its misses counted as the program's", users)
+
     def baseline():
         """A miss without added latency: the fastest run on node 0, or on
         node 1 with the latency off, which the plugin charged nothing

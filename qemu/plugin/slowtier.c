@@ -37,7 +37,11 @@
  * the slow tier,
  * delay_ms the time added, latency_ns the added latency then in force.
  * A window's counts go to a line "# window id=...", and at exit a line
- * "# summary ..." and the "# hot pfn=..." lines follow.
+ * "# summary ..." and the "# hot pfn=..." lines follow.  Both also give
+ * user_star_pct, star_pct of the misses at user addresses only: the
+ * programs' own accesses, without the kernel's (its threads and page
+ * tables, a migration's copy), which a window's user_miss_fast and
+ * user_miss_slow count.
  *
  * Control from the guest: the 8-byte no-op 0F 1F 84 00 YY XX 54 53, that is
  * nopl 0x5354XXYY(%rax,%rax,1), runs command XX with argument YY when the
@@ -109,6 +113,8 @@ struct range {
 struct counters {
 	uint64_t accesses;
 	uint64_t miss[NR_NODES];
+	/* The misses at user addresses: the programs', not the kernel's. */
+	uint64_t user_miss[NR_NODES];
 	uint64_t delay_ns;
 };
 
@@ -205,8 +211,10 @@ static void snapshot(struct counters *s)
 		const struct counters *c = &vcpus[i].c;
 
 		s->accesses += peek(&c->accesses);
-		for (int n = 0; n < NR_NODES; n++)
+		for (int n = 0; n < NR_NODES; n++) {
 			s->miss[n] += peek(&c->miss[n]);
+			s->user_miss[n] += peek(&c->user_miss[n]);
+		}
 		s->delay_ns += peek(&c->delay_ns);
 	}
 }
@@ -215,17 +223,28 @@ static void subtract(struct counters *d, const struct counters *a,
 		     const struct counters *b)
 {
 	d->accesses = a->accesses - b->accesses;
-	for (int n = 0; n < NR_NODES; n++)
+	for (int n = 0; n < NR_NODES; n++) {
 		d->miss[n] = a->miss[n] - b->miss[n];
+		d->user_miss[n] = a->user_miss[n] - b->user_miss[n];
+	}
 	d->delay_ns = a->delay_ns - b->delay_ns;
 }
 
-/* The share of the memory (fast and slow) misses that went to node 1. */
-static double star_pct(const struct counters *c)
+/* The share of the memory (fast and slow) misses @miss that went to node 1. */
+static double star_pct(const uint64_t *miss)
 {
-	uint64_t mem = c->miss[NODE_FAST] + c->miss[NODE_SLOW];
+	uint64_t mem = miss[NODE_FAST] + miss[NODE_SLOW];
 
-	return mem ? 100.0 * c->miss[NODE_SLOW] / mem : 0;
+	return mem ? 100.0 * miss[NODE_SLOW] / mem : 0;
+}
+
+/*
+ * Whether @vaddr is a user address: on x86-64 (four- or five-level paging)
+ * and arm64, the kernel's half of the address space has the top bit set.
+ */
+static inline bool user_addr(uint64_t vaddr)
+{
+	return !(vaddr >> 63);
 }
 
 static const struct range *find_range(uint64_t addr)
@@ -296,6 +315,8 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
 	r = find_range(addr);
 	node = r ? r->node : NODE_OTHER;
 	bump(&v->c.miss[node], 1);
+	if (user_addr(vaddr))
+		bump(&v->c.user_miss[node], 1);
 	if (page_misses && r)
 		__atomic_fetch_add(&page_misses[r->first_page +
 						((addr - r->start) >> PAGE_SHIFT)],
@@ -315,10 +336,14 @@ static void print_counts(const struct counters *d, double seconds)
 {
 	fprintf(out, "seconds=%.3f accesses=%" PRIu64 " miss_fast=%" PRIu64
 		" miss_slow=%" PRIu64 " miss_other=%" PRIu64
-		" star_pct=%.2f delay_s=%.3f latency_ns=%" PRIu64 "\n",
+		" star_pct=%.2f delay_s=%.3f latency_ns=%" PRIu64
+		" user_miss_fast=%" PRIu64 " user_miss_slow=%" PRIu64
+		" user_star_pct=%.2f\n",
 		seconds, d->accesses, d->miss[NODE_FAST], d->miss[NODE_SLOW],
-		d->miss[NODE_OTHER], star_pct(d), d->delay_ns / 1e9,
-		__atomic_load_n(&cur_latency_ns, __ATOMIC_RELAXED));
+		d->miss[NODE_OTHER], star_pct(d->miss), d->delay_ns / 1e9,
+		__atomic_load_n(&cur_latency_ns, __ATOMIC_RELAXED),
+		d->user_miss[NODE_FAST], d->user_miss[NODE_SLOW],
+		star_pct(d->user_miss));
 }
 
 static void on_control(unsigned int vcpu_index, void *udata)
@@ -425,7 +450,7 @@ static void *reporter(void *arg)
 		fprintf(out, "%lu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			",%.2f,%.3f,%" PRIu64 "\n", ++t_s, d.accesses,
 			d.miss[NODE_FAST], d.miss[NODE_SLOW], d.miss[NODE_OTHER],
-			star_pct(&d), d.delay_ns / 1e6,
+			star_pct(d.miss), d.delay_ns / 1e6,
 			__atomic_load_n(&cur_latency_ns, __ATOMIC_RELAXED));
 		fflush(out);
 	}
@@ -492,10 +517,11 @@ static void on_exit_qemu(qemu_plugin_id_t id, void *udata)
 	snapshot(&total);
 	fprintf(out, "# summary accesses=%" PRIu64 " miss_fast=%" PRIu64
 		" miss_slow=%" PRIu64 " miss_other=%" PRIu64 " star_pct=%.2f"
-		" delay_s=%.3f seconds=%.1f\n", total.accesses,
-		total.miss[NODE_FAST], total.miss[NODE_SLOW],
-		total.miss[NODE_OTHER], star_pct(&total), total.delay_ns / 1e9,
-		(now_ns() - start_ns) / 1e9);
+		" delay_s=%.3f seconds=%.1f user_star_pct=%.2f\n",
+		total.accesses, total.miss[NODE_FAST], total.miss[NODE_SLOW],
+		total.miss[NODE_OTHER], star_pct(total.miss),
+		total.delay_ns / 1e9, (now_ns() - start_ns) / 1e9,
+		star_pct(total.user_miss));
 	if (page_misses && cfg.hot)
 		print_hot();
 	fclose(out);
