@@ -43,26 +43,6 @@
 #define PERF_RATE "/proc/sys/kernel/perf_event_max_sample_rate"
 #define PERF_CPU "/proc/sys/kernel/perf_cpu_time_max_percent"
 
-/* The node of each page of [p, p + len) in @nodes (below 0: none). */
-static int nodes_of(void *p, size_t len, int *nodes)
-{
-	enum { BATCH = 1024 };
-	void *pages[BATCH];
-
-	for (size_t off = 0; off < len; off += BATCH * PAGE) {
-		size_t n = (len - off) / PAGE;
-
-		if (n > BATCH)
-			n = BATCH;
-		for (size_t i = 0; i < n; i++)
-			pages[i] = (char *)p + off + i * PAGE;
-		if (syscall(SYS_move_pages, 0, n, pages, NULL,
-			    nodes + off / PAGE, 0))
-			return errno;
-	}
-	return 0;
-}
-
 /*
  * The pfn of each page of [p, p + len) in @pfns, from /proc/self/pagemap
  * (0: not present; root sees the pfns).
@@ -592,7 +572,7 @@ static long disagreements(struct __test_metadata *_metadata, char *buf,
 	long bad = 0, shown = 0;
 
 	if (!pfns || !nodes || pfns_of(buf, len, pfns) ||
-	    nodes_of(buf, len, nodes)) {
+	    pid_page_nodes(0, buf, len, nodes)) {
 		free(pfns);
 		free(nodes);
 		return -1;
