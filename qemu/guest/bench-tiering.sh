@@ -61,7 +61,7 @@ sed 's/^/   /' $out
 awk -v wall=$((t1 - t0)) -v kmd=$((m1 - m0)) -v ksd=$((s1 - s0)) \
     -v prom=$((p1 - p0)) -v dem=$((d1 - d0)) -v best=$best '
 	# The lines of each second ("N s: ..., hot set X% on node 0, rest
-	# Y%"), not htmm-touch's summary, whose words are in another order.
+	# Y%"), not the summary of htmm-touch, whose words are in another order.
 	/ s: .*hot set/ {
 		for (i = 1; i <= NF; i++) {
 			if ($i == "set") hot = $(i + 1) + 0
