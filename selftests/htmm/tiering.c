@@ -46,13 +46,13 @@ static double watch_s(double t_up)
 
 /*
  * A second of a workload with a hot set: [hot, hot + hot_len) read over
- * and over, and all of [buf, buf + len) once every 8 s (*@last: when).
+ * and over, and all of [buf, buf + len) once every @every s (*@last: when).
  */
 static void read_hot_second(const char *hot, size_t hot_len, const char *buf,
-			    size_t len, double *last)
+			    size_t len, double every, double *last)
 {
 	read_second(hot, hot_len);
-	if (now_s() - *last >= 8) {
+	if (now_s() - *last >= every) {
 		read_pages(buf, len);
 		*last = now_s();
 	}
@@ -247,7 +247,7 @@ TEST_F_TIMEOUT(tiering, hot_set_is_promoted, TIERING_TIMEOUT)
 		double cold_before = last_cold;
 		char period[32] = "";
 
-		read_hot_second(hot, hot_len, buf, len, &last_cold);
+		read_hot_second(hot, hot_len, buf, len, 8, &last_cold);
 		cold_reads += last_cold != cold_before;
 		on = pages_on(hot, hot_len, FAST, NULL);
 		read_file(HTMM_SYSFS "/sample_period", period, sizeof(period));
@@ -452,7 +452,7 @@ TEST_F_TIMEOUT(tiering, rarely_touched_rest_stays_down, TIERING_TIMEOUT)
 	/* 40 s; on the debug kernel, until the hot set is up. */
 	while (now_s() - start < 40 ||
 	       (t90 < 0 && now_s() - start < patience(120))) {
-		read_hot_second(hot, hot_len, buf, len, &last_rest);
+		read_hot_second(hot, hot_len, buf, len, 8, &last_rest);
 		on = pages_on(hot, hot_len, FAST, NULL);
 		ASSERT_LE(0, on);
 		if (t90 < 0 && on * 10 >= (long)hot_pages * 9)
@@ -771,11 +771,7 @@ TEST_F_TIMEOUT(tiering, lead_holds_when_the_scan_stretches, TIERING_TIMEOUT)
 	ASSERT_EQ(0, sys_htmm_start(0, FAST));
 	start = last_rest = now_s();
 	while (now_s() - start < patience(120)) {
-		read_second(buf, hot_len);
-		if (now_s() - last_rest >= 4) {
-			read_pages(buf + hot_len, len - hot_len);
-			last_rest = now_s();
-		}
+		read_hot_second(buf, hot_len, buf, len, 4, &last_rest);
 		armed = session_stat(pid, "scan_armed");
 		epoch = session_stat(pid, "epoch");
 		ASSERT_LE(0, armed);
@@ -855,7 +851,7 @@ TEST_F_TIMEOUT(tiering, light_2mib_are_armed_less_yet_followed,
 	while (now_s() - start < patience(240)) {
 		double before = last_rest;
 
-		read_hot_second(first, hot_len, buf, len, &last_rest);
+		read_hot_second(first, hot_len, buf, len, 8, &last_rest);
 		rest_reads += last_rest != before;
 		if (t_first < 0) {
 			first_on = pages_on(first, hot_len, FAST, NULL);
