@@ -428,7 +428,7 @@ for wl in $workloads; do
 				done
 				n=$((n + 1))
 				[ -f /tmp/session.txt ] && [ $((n % 4)) -eq 0 ] &&
-					echo "t=$(( ($(uptime_cs) - wt0) / 100 )) $(grep -E '^(promoted|demoted|pages_hot|pages_warm|hot_threshold|dropped|requeued|fault|unarmed|scan_armed|scan_light|histogram):' \
+					echo "t=$(( ($(uptime_cs) - wt0) / 100 )) $(grep -E '^(promoted|demoted|pages_hot|pages_warm|hot_threshold|dropped|requeued|fault|unarmed|scan_armed|scan_light|scan_backoff|hinted|histogram):' \
 						/tmp/session.txt | tr '\n' ' ') $(cd $HTMM && grep -s . sample_period cpu_budget ksamplingd_cpu kmigraterd_cpu | tr '\n' ' ')" >> /tmp/session.trace
 				sleep 1
 			done &

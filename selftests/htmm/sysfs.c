@@ -1460,6 +1460,8 @@ static const char *const session_file_names[] = {
 	"sample_period", "sampling_cpu", "cpu_budget",
 	/* The scan's: tiering.light_2mib_are_armed_less_yet_followed. */
 	"scan_armed", "scan_light",
+	/* Its backoff: tiering.scan_backs_off_while_nothing_is_hot. */
+	"hinted", "scan_backoff",
 };
 
 #define NR_SESSION_FILES \

@@ -913,6 +913,129 @@ TEST_F_TIMEOUT(tiering, light_2mib_are_armed_less_yet_followed,
 	ASSERT_EQ(0, sys_htmm_end(0));
 }
 
+/* Spin for a second without touching memory: the process's clock runs. */
+static void spin_second(void)
+{
+	double t = now_s();
+
+	while (now_s() - t < 1)
+		;
+}
+
+/*
+ * The scan backs off while its rounds find nothing hot, and comes back for a
+ * hot set.  A 64 MiB buffer on the slow node, node 0 roomy, read whole once
+ * every 4 s by a process that otherwise spins: no page is hot, the rounds
+ * queue nothing for promotion, and each one comes at twice the period of
+ * the one before, up to 16 times hint_scan_period_ms (scan_backoff 8 about
+ * 7 s after the start in the runs here; never without the rule).  Then the
+ * rounds come 8 s apart or more: the epoch, which is the scan's rounds,
+ * advances by 2 at most in 8 s (by 8 at the default period).  Then the
+ * process reads 8 MiB of it over and over: the surveys find it between the
+ * scan's rounds, the backoff ends (scan_backoff 1, read every 50 ms, as it
+ * lasts only while the rounds queue) and 90% of it goes up (in about 1 s
+ * here).
+ *
+ * On the debug kernel a page sampled once is hot (the fixture): the whole
+ * buffer goes up as its reads fault, and only then do the rounds, which
+ * have nothing left to arm, back off.  That much is checked there.
+ */
+TEST_F_TIMEOUT(tiering, scan_backs_off_while_nothing_is_hot, TIERING_TIMEOUT)
+{
+	const size_t len = 64 * MB, hot_len = 8 * MB;
+	const long hot_pages = hot_len / PAGE;
+	char *buf = buffer_on(len, SLOW, MADV_NOHUGEPAGE);
+	long long backoff = -1, least = -1, hinted0, hinted1, epoch0, epoch1;
+	double start, last = 0, t_up = -1, t_least = -1, t_epochs;
+	pid_t pid = getpid();
+	char *hot;
+	long on = 0;
+
+	ASSERT_NE(NULL, buf);
+	hot = buf + 24 * MB;
+	ASSERT_EQ((long)(len / PAGE), pages_on(buf, len, SLOW, NULL));
+	ASSERT_LT((long)(2 * len / 1024), node_free_kb(FAST));
+	ASSERT_EQ(0, set_knob(&self->saved, HTMM_SYSFS "/source", "hint-fault"));
+
+	ASSERT_EQ(0, sys_htmm_start(0, FAST));
+	EXPECT_EQ(1, session_stat(pid, "scan_backoff"));
+	start = now_s();
+	while (now_s() - start < patience(90)) {
+		if (now_s() - last >= 4) {
+			read_pages(buf, len);
+			last = now_s();
+		}
+		spin_second();
+		backoff = session_stat(pid, "scan_backoff");
+		if (backoff >= 8)
+			break;
+	}
+	hinted0 = session_stat(pid, "hinted");
+	TH_LOG("nothing hot: scan_backoff %lld after %.1f s (%lld pages hinted, %ld of the buffer on node 0)",
+	       backoff, now_s() - start, hinted0,
+	       pages_on(buf, len, FAST, NULL));
+	ASSERT_LE(8, backoff)
+		TH_LOG("the scan did not back off while nothing was hot");
+	ASSERT_LE(0, hinted0);
+
+	/* Backed off, the rounds come 8 s apart or more. */
+	epoch0 = session_stat(pid, "epoch");
+	start = now_s();
+	while (now_s() - start < 8) {
+		if (now_s() - last >= 4) {
+			read_pages(buf, len);
+			last = now_s();
+		}
+		spin_second();
+	}
+	epoch1 = session_stat(pid, "epoch");
+	t_epochs = now_s() - start;
+	backoff = session_stat(pid, "scan_backoff");
+	TH_LOG("backed off: %lld rounds in %.1f s, scan_backoff %lld",
+	       epoch1 - epoch0, t_epochs, backoff);
+	ASSERT_LE(0, epoch0);
+	ASSERT_GE(2, epoch1 - epoch0)
+		TH_LOG("the rounds did not slow down with the backoff");
+	if (debug_kernel()) {
+		ASSERT_EQ(0, sys_htmm_end(0));
+		return;
+	}
+	ASSERT_LE(8, backoff);
+
+	start = now_s();
+	least = backoff;
+	while (now_s() - start < patience(60)) {
+		/* The whole hot set over and over; the backoff every 50 ms. */
+		for (int i = 0; i < 20; i++) {
+			double t = now_s();
+
+			while (now_s() - t < 0.05)
+				read_pages(hot, hot_len);
+			backoff = session_stat(pid, "scan_backoff");
+			if (backoff >= 0 && backoff < least) {
+				least = backoff;
+				t_least = now_s() - start;
+			}
+		}
+		on = pages_on(hot, hot_len, FAST, NULL);
+		if (t_up < 0 && on * 10 >= hot_pages * 9)
+			t_up = now_s() - start;
+		if (t_up >= 0 && least == 1)
+			break;
+	}
+	hinted1 = session_stat(pid, "hinted");
+	log_session(_metadata);
+	TH_LOG("hot set: %ld of %ld pages on node 0 after %.1f s; scan_backoff %lld at least (after %.1f s), %lld now; %lld pages hinted",
+	       on, hot_pages, t_up, least, t_least, backoff,
+	       hinted1 - hinted0);
+	ASSERT_LE(hot_pages * 9, on * 10)
+		TH_LOG("the hot set never reached node 0");
+	ASSERT_EQ(1, least) TH_LOG("the backoff did not end for the hot set");
+	ASSERT_LE(hot_pages * 9 / 10, hinted1 - hinted0);
+	ASSERT_EQ(-1, check(buf, len, (uintptr_t)buf));
+	ASSERT_EQ(0, sys_htmm_end(0));
+}
+
 /*
  * Hottest first, while promotion is scarce.  With promote_rate_mb at 2, a
  * 512-page share a second: on the slow node, an 8 MiB warm set read four
