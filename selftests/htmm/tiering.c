@@ -453,9 +453,21 @@ TEST_F_TIMEOUT(tiering, rarely_touched_rest_stays_down, TIERING_TIMEOUT)
 	/* 40 s; on the debug kernel, until the hot set is up. */
 	while (now_s() - start < 40 ||
 	       (t90 < 0 && now_s() - start < patience(120))) {
+		double rest_before = last_rest;
+
 		read_hot_second(hot, hot_len, buf, len, 8, &last_rest);
 		on = pages_on(hot, hot_len, FAST, NULL);
 		ASSERT_LE(0, on);
+		/* After each read of the rest: how the scan went. */
+		if (last_rest != rest_before)
+			TH_LOG("%.1f s: hot set %ld up, the rest %ld; scan_backoff %lld, epoch %lld, %lld samples (%lld lost), %lld hinted",
+			       now_s() - start, on,
+			       pages_on(buf, len, FAST, NULL) - on,
+			       session_stat(getpid(), "scan_backoff"),
+			       session_stat(getpid(), "epoch"),
+			       session_stat(getpid(), "sampled"),
+			       session_stat(getpid(), "lost"),
+			       session_stat(getpid(), "hinted"));
 		if (t90 < 0 && on * 10 >= (long)hot_pages * 9)
 			t90 = now_s() - start;
 	}
