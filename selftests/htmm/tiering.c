@@ -1002,22 +1002,40 @@ TEST_F_TIMEOUT(tiering, scan_backs_off_while_nothing_is_hot, TIERING_TIMEOUT)
 		TH_LOG("the scan did not back off while nothing was hot");
 	ASSERT_LE(0, hinted0);
 
-	/* Backed off, the rounds come 8 s apart or more. */
+	/*
+	 * Backed off, the rounds come 8 s apart or more.  On the debug
+	 * kernel, where the process runs much slower, the buffer read every
+	 * 4 s may read as hot (most of it goes up), and a round that finds
+	 * the last of it ends the backoff: then the rounds speed up, as they
+	 * should, and that is all it can tell, if hot pages were found.
+	 */
 	epoch0 = session_stat(pid, "epoch");
 	start = now_s();
+	least = backoff;
 	while (now_s() - start < 8) {
 		if (now_s() - last >= 4) {
 			read_pages(buf, len);
 			last = now_s();
 		}
 		spin_second();
+		backoff = session_stat(pid, "scan_backoff");
+		if (backoff >= 0 && backoff < least)
+			least = backoff;
 	}
 	epoch1 = session_stat(pid, "epoch");
 	t_epochs = now_s() - start;
 	backoff = session_stat(pid, "scan_backoff");
-	TH_LOG("backed off: %lld rounds in %.1f s, scan_backoff %lld",
-	       epoch1 - epoch0, t_epochs, backoff);
+	hinted1 = session_stat(pid, "hinted");
+	TH_LOG("backed off: %lld rounds in %.1f s, scan_backoff %lld (%lld at least), %lld pages hinted meanwhile, %ld of the buffer on node 0",
+	       epoch1 - epoch0, t_epochs, backoff, least, hinted1 - hinted0,
+	       pages_on(buf, len, FAST, NULL));
 	ASSERT_LE(0, epoch0);
+	if (debug_kernel() && least < 8) {
+		ASSERT_LT(hinted0, hinted1)
+			TH_LOG("the backoff ended with nothing found hot");
+		ASSERT_EQ(0, sys_htmm_end(0));
+		return;
+	}
 	ASSERT_GE(2, epoch1 - epoch0)
 		TH_LOG("the rounds did not slow down with the backoff");
 	if (debug_kernel()) {
